@@ -1,0 +1,82 @@
+"""The backend registry: names, availability probes, and the default choice."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+from .config import current
+from .errors import BackendError
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    description: str
+    needs: str
+    probe: Callable[[], str | None]  # None when available, else the reason it is not
+
+    @property
+    def available(self) -> bool:
+        return self.probe() is None
+
+
+def _always() -> str | None:
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_c() -> str | None:
+    from .build.toolchain import find_compiler
+
+    cfg = current()
+    return None if find_compiler(cfg.cc) else "no C compiler found ($CC, gcc, clang, cc)"
+
+
+def _module_probe(*modules: str) -> Callable[[], str | None]:
+    def probe() -> str | None:
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        return f"needs {', '.join(missing)}" if missing else "not implemented yet"
+    return probe
+
+
+REGISTRY: dict[str, Backend] = {
+    "numpy": Backend("numpy", "vectorized NumPy reference", "NumPy", _always),
+    "c": Backend("c", "C99 + OpenMP via the system compiler, loaded in-process", "gcc or clang",
+                 _probe_c),
+}
+
+#: Backends that generate code today; the parametrized test suite runs over these.
+IMPLEMENTED = ("numpy", "c")
+
+
+def available() -> list[str]:
+    return [n for n, b in REGISTRY.items() if b.available]
+
+
+_warned_fallback = False
+
+
+def resolve(name: str | None, stencil: str | None = None) -> str:
+    """The backend to use: explicit name, else configured, else "c" when a compiler exists."""
+    global _warned_fallback
+    chosen = name or current().backend
+    if chosen is None:
+        if REGISTRY["c"].available:
+            return "c"
+        if not _warned_fallback:
+            warnings.warn("stencilkit: no C compiler found; using the 'numpy' backend",
+                          RuntimeWarning, stacklevel=3)
+            _warned_fallback = True
+        return "numpy"
+    if chosen not in REGISTRY:
+        raise BackendError(f"unknown backend {chosen!r}", stencil=stencil,
+                           hint=f"use one of {sorted(REGISTRY)}")
+    reason = REGISTRY[chosen].probe()
+    if reason is not None:
+        raise BackendError(f"backend {chosen!r} is not available: {reason}", stencil=stencil,
+                           hint="install what it needs, or choose another backend")
+    return chosen

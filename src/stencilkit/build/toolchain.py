@@ -1,0 +1,94 @@
+"""The system C compiler: discovery, identity (part of every cache key), and compilation."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BackendError
+
+# Exact IEEE semantics (no contraction into FMA, no fast-math) so that results match NumPy
+# and Numba bit for bit; -fwrapv gives integers Numba's wrap-around; no errno lets libm
+# calls vectorize.
+BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fwrapv",
+              "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    cc: str
+    version: str
+    flags: tuple[str, ...]
+    openmp: bool
+
+    @property
+    def identity(self) -> str:
+        """Everything that changes the binary: compiler, version, flags, CPU."""
+        return "|".join([self.cc, self.version, " ".join(self.flags), _cpu_identity()])
+
+    def compile(self, source: Path, output: Path, *, python: bool, stencil: str) -> None:
+        cmd = [self.cc, *self.flags]
+        if python:
+            cmd.append(f"-I{sysconfig.get_paths()['include']}")
+        cmd += [str(source), "-o", str(output), "-lm"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BackendError(
+                f"the C compiler failed on the generated source {source}:\n"
+                f"{' '.join(cmd)}\n{proc.stderr.strip()}", stencil=stencil,
+                hint="report this with the source file; meanwhile use backend='numpy'")
+
+
+def _cpu_identity() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        model = next((ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))), "")
+        flags = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+        return platform.machine() + hashlib.sha256((model + flags).encode()).hexdigest()[:12]
+    except OSError:
+        return platform.machine() + platform.processor()
+
+
+def find_compiler(explicit: str | None = None) -> str | None:
+    for candidate in (explicit, os.environ.get("CC"), "gcc", "clang", "cc"):
+        if candidate and shutil.which(candidate.split()[0]):
+            return candidate
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def toolchain(cc: str | None = None, extra_flags: tuple[str, ...] = (),
+              openmp: bool = True) -> Toolchain:
+    """The toolchain for ``cc`` (default: $CC, gcc, clang, cc); raises if there is none."""
+    found = find_compiler(cc)
+    if found is None:
+        raise BackendError("no C compiler found (looked for $CC, gcc, clang, cc)",
+                           hint="install gcc or clang, set CC, or use backend='numpy'")
+    try:
+        out = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
+        version = out.stdout.splitlines()[0] if out.stdout else found
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BackendError(f"the C compiler {found!r} does not run: {exc}") from exc
+    flags = list(BASE_FLAGS)
+    has_openmp = openmp and _supports_openmp(found)
+    if has_openmp:
+        flags.append("-fopenmp")
+    return Toolchain(found, version, tuple(flags) + tuple(extra_flags), has_openmp)
+
+
+def _supports_openmp(cc: str) -> bool:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "omp.c"
+        src.write_text("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")
+        proc = subprocess.run([cc, "-fopenmp", "-fPIC", "-shared", str(src), "-o",
+                               str(Path(tmp) / "omp.so")], capture_output=True)
+        return proc.returncode == 0

@@ -1,0 +1,364 @@
+"""The C99 + OpenMP backend printer: the kernel, its helpers, and the CPython entry point.
+
+The kernel function is plain C with no Python dependency (it is what ``sk.export`` writes).
+For in-process calls a small CPython extension function is printed after it: it takes the
+arrays through the buffer protocol, re-checks every shape, stride and item size the kernel
+relies on (so a wrong call can never read or write outside an array), releases the GIL and
+calls the kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from string import Template
+
+import numpy as np
+
+from .. import dtypes
+from ..ir import kernel as k
+from .cfamily import CFamilyPrinter, ctype, type_suffix
+
+PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
+
+_PRELUDE = """\
+#include <stdint.h>
+#include <stdbool.h>
+#include <math.h>
+#include <complex.h>
+#ifndef CMPLX
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
+#ifndef CMPLXF
+#define CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
+#endif
+"""
+
+# Helper bodies; $T is the C type, $S the type suffix.
+_INT_HELPERS = {
+    "floordiv": """static inline $T sk_floordiv_$S($T a, $T b) {
+    if (b == 0) return 0;  /* NumPy's result; C would trap */
+    if (SK_SIGNED($T) && b == ($T)-1) return ($T)(0 - (uint64_t)a);
+    $T q = a / b;
+    if (SK_SIGNED($T) && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}""",
+    "mod": """static inline $T sk_mod_$S($T a, $T b) {
+    if (b == 0) return 0;
+    if (SK_SIGNED($T) && b == ($T)-1) return 0;
+    $T r = a % b;
+    if (SK_SIGNED($T) && r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}""",
+    "powi": """static inline $T sk_powi_$S($T a, int64_t n) {
+    if (n < 0) {  /* Numba: integer results, 1 and -1 are the only non-zero ones */
+        if (a == 1) return 1;
+        if (SK_SIGNED($T) && a == ($T)-1) return (n & 1) ? a : 1;
+        return 0;
+    }
+    uint64_t r = 1, x = (uint64_t)a;
+    while (n) { if (n & 1) r *= x; x *= x; n >>= 1; }
+    return ($T)r;
+}""",
+    "shl": """static inline $T sk_shl_$S($T a, int64_t n) {
+    return (n < 0 || n >= 64) ? 0 : ($T)((uint64_t)a << n);
+}""",
+    "shr": """static inline $T sk_shr_$S($T a, int64_t n) {
+    if (n < 0) return 0;
+    if (n >= 64) return (SK_SIGNED($T) && a < 0) ? ($T)-1 : 0;
+    return a >> n;
+}""",
+}
+_FLOAT_HELPERS = {
+    "floordiv": """static inline $T sk_floordiv_$S($T a, $T b) {
+    if (b == 0) return a / b;  /* NumPy: inf or nan */
+    $T mod = $fmod(a, b);
+    $T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+    $T fl;
+    if (div != 0) { fl = $floor(div); if (div - fl > ($T)0.5) fl += 1; }
+    else fl = $copysign(($T)0, a / b);
+    return fl;
+}""",
+    "mod": """static inline $T sk_mod_$S($T a, $T b) {
+    if (b == 0) return $fmod(a, b);
+    $T mod = $fmod(a, b);
+    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }
+    else mod = $copysign(($T)0, b);
+    return mod;
+}""",
+    "powi": """static inline $T sk_powi_$S($T a, int64_t n) {
+    /* Numba's integer-power loop, so that results are bit-identical */
+    if (n > 65536 || n < -65536) return ($T)pow((double)a, (double)n);
+    int invert = n < 0;
+    uint64_t e = invert ? (uint64_t)(-n) : (uint64_t)n;
+    $T r = 1;
+    while (e) { if (e & 1) r *= a; e >>= 1; a *= a; }
+    return invert ? ($T)1 / r : r;
+}""",
+}
+_ANY_HELPERS = {
+    "min": "static inline $T sk_min_$S($T a, $T b) { return (b < a) ? b : a; }",
+    "max": "static inline $T sk_max_$S($T a, $T b) { return (b > a) ? b : a; }",
+    "abs": "static inline $T sk_abs_$S($T a) { return (a < 0) ? ($T)(0 - a) : a; }",
+    "sign": "static inline $T sk_sign_$S($T a) { return (a > 0) ? 1 : (a < 0) ? ($T)-1 : a; }",
+}
+_FLOAT_ONLY = {
+    "minimum": "static inline $T sk_minimum_$S($T a, $T b) "
+               "{ return (isnan(a) || a <= b) ? a : b; }",
+    "maximum": "static inline $T sk_maximum_$S($T a, $T b) "
+               "{ return (isnan(a) || a >= b) ? a : b; }",
+}
+_INT_ONLY = {
+    "minimum": "static inline $T sk_minimum_$S($T a, $T b) { return (a <= b) ? a : b; }",
+    "maximum": "static inline $T sk_maximum_$S($T a, $T b) { return (a >= b) ? a : b; }",
+}
+_COMPLEX_HELPERS = {
+    "isnan": "static inline bool sk_isnan_$S($T a) { return isnan(creal(a)) || isnan(cimag(a)); }",
+    "isinf": "static inline bool sk_isinf_$S($T a) { return isinf(creal(a)) || isinf(cimag(a)); }",
+    "isfinite": "static inline bool sk_isfinite_$S($T a) "
+                "{ return isfinite(creal(a)) && isfinite(cimag(a)); }",
+}
+_INDEX_HELPERS = """\
+static inline int64_t sk_checked_offset(int64_t x, int64_t lo, int64_t hi, int *err) {
+    if (x < lo || x > hi) {  /* outside the declared neighbourhood: never read out of bounds */
+        #pragma omp atomic write
+        *err = 1;
+        return 0;
+    }
+    return x;
+}
+static inline int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
+    if (x < 0) x += n;
+    if (x < 0 || x >= n) {
+        #pragma omp atomic write
+        *err = 2;
+        return 0;
+    }
+    return x;
+}
+"""
+
+
+def helper_source(op: str, t: np.dtype) -> str:
+    if op in ("checked_offset", "wrap_index"):
+        return ""
+    if dtypes.is_complex(t):
+        table = _COMPLEX_HELPERS
+    elif dtypes.is_float(t):
+        table = {**_ANY_HELPERS, **_FLOAT_HELPERS, **_FLOAT_ONLY}
+    else:
+        table = {**_ANY_HELPERS, **_INT_HELPERS, **_INT_ONLY}
+    single = t == dtypes.FLOAT32
+    libm = {n: n + ("f" if single else "") for n in ("fmod", "floor", "copysign")}
+    return Template(table[op]).substitute(T=ctype(t), S=type_suffix(t), **libm)
+
+
+class CPrinter(CFamilyPrinter):
+    def __init__(self, kernel: k.KernelFunction) -> None:
+        super().__init__()
+        self.kernel = kernel
+        self.work = _work_expression(kernel)
+
+    def loop_pragmas(self, s: k.Loop, indent: str) -> list[str]:
+        if s.parallel:
+            return [f"{indent}#pragma omp parallel for schedule(static) "
+                    f"if(sk_work >= {PARALLEL_MIN_WORK})"]
+        if s.vectorize:
+            return [f"{indent}#pragma GCC ivdep"]
+        return []
+
+    def signature(self) -> str:
+        params = []
+        for p in self.kernel.params:
+            if p.pointer:
+                const = "const " if p.has(k.ReadOnly) else ""
+                restrict = " restrict" if p.has(k.Restrict) else ""
+                params.append(f"{const}{ctype(p.dtype)} *{restrict} {p.name}")
+            else:
+                params.append(f"{ctype(p.dtype)} {p.name}")
+        return f"int {self.kernel.name}({', '.join(params)})"
+
+    def function(self) -> str:
+        body = self.stmts(self.kernel.body, "    ")
+        lines = [f"{self.signature()}", "{", "    int sk_error = 0;",
+                 f"    const int64_t sk_work = {self.work};", "    (void)sk_work;",
+                 *body, "    return sk_error;", "}"]
+        return "\n".join(lines)
+
+    def prelude(self) -> str:
+        parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", _INDEX_HELPERS]
+        for op, t in sorted(self.helpers, key=lambda h: (h[0], str(h[1]))):
+            src = helper_source(op, t)
+            if src:
+                parts.append(src)
+        return "\n".join(parts)
+
+
+def _work_expression(kernel: k.KernelFunction) -> str:
+    shapes = [p.name for p in kernel.params if p.has(k.ShapeOf)]
+    first = next((p.get(k.ShapeOf).buffer for p in kernel.params if p.has(k.ShapeOf)), None)
+    dims = [p.name for p in kernel.params if p.has(k.ShapeOf) and p.get(k.ShapeOf).buffer == first]
+    return " * ".join(dims or shapes) or "0"
+
+
+def header_comment(kernel: k.KernelFunction) -> str:
+    """The calling convention, parameter by parameter, as a C comment."""
+    lines = [f"/* {kernel.doc}", " *", " * Calling convention (all strides in elements):"]
+    for p in kernel.params:
+        role = "?"
+        for prop in p.properties:
+            match prop:
+                case k.BasePointer(buffer=b):
+                    role = f"pointer to element [0, ...] of array '{b}'"
+                case k.ShapeOf(buffer=b, dim=dim):
+                    role = f"extent of array '{b}' in dimension {dim}"
+                case k.StrideOf(buffer=b, dim=dim):
+                    role = f"stride of array '{b}' in dimension {dim}"
+                case k.ScalarArgument(name=n):
+                    role = f"scalar '{n}'"
+        lines.append(f" *   {p.name:<16} {role}")
+    lines += [" * Strides of the last dimension that are not parameters are 1.",
+              " * Returns 0, or 1 when a run-time relative index left the neighbourhood,",
+              " * 2 when an absolute index was out of range (the element read as 0). */"]
+    return "\n".join(lines)
+
+
+def kernel_source(kernel: k.KernelFunction) -> tuple[str, CPrinter]:
+    """The standalone C source of a kernel (no Python)."""
+    printer = CPrinter(kernel)
+    fn = printer.function()
+    text = "\n".join([printer.prelude(), header_comment(kernel), fn, ""])
+    return text, printer
+
+
+def kernel_ir_text(kernel: k.KernelFunction) -> str:
+    """The kernel IR as text (``STENCILKIT_DUMP=kernel``): parameters with their properties,
+    buffers with their shapes and strides, then the body."""
+    printer = CPrinter(kernel)
+    lines = [f"kernel {kernel.name}  # {kernel.doc}"]
+    for p in kernel.params:
+        props = ", ".join(sorted(type(q).__name__ + (f"({', '.join(map(str, vars(q).values()))})"
+                                                     if hasattr(q, "__dict__") else
+                                                     _fields(q)) for q in p.properties))
+        star = "*" if p.pointer else ""
+        lines.append(f"  param {p.name}: {p.dtype}{star}  [{props}]")
+    for b in kernel.buffers:
+        lines.append(f"  buffer {b.name}: {b.element_type}, shape ({', '.join(printer.expr(x) for x in b.shape)}), "
+                     f"strides ({', '.join(printer.expr(x) for x in b.strides)})")
+    lines += printer.stmts(kernel.body, "  ")
+    return "\n".join(lines)
+
+
+def _fields(q: object) -> str:
+    slots = getattr(q, "__slots__", ())
+    return f"({', '.join(repr(getattr(q, s)) for s in slots)})" if slots else ""
+
+
+# ---------------------------------------------------------------- CPython entry point
+
+
+@dataclass(frozen=True)
+class WrapperArg:
+    """One Python-level argument of the entry point."""
+
+    name: str
+    dtype: np.dtype
+    ndim: int  # 0 for scalars
+    writable: bool = False
+    unit_stride: bool = False
+    role: str = "relative"  # "first" | "relative" | "standard" | "out" | "scalar"
+
+
+def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], module: str,
+                   stencil: str) -> str:
+    """A CPython extension module with one METH_FASTCALL function ``call(*args)``."""
+    n = len(args)
+    lines = ["", "#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "",
+             "static PyObject *sk_fail(Py_buffer *views, int nviews, const char *msg) {",
+             "    for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]);",
+             "    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, msg);",
+             "    return NULL;", "}", "",
+             "static PyObject *sk_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {",
+             f"    Py_buffer views[{max(1, n)}];", "    int nviews = 0;",
+             f"    if (nargs != {n}) {{ PyErr_SetString(PyExc_TypeError, "
+             f"\"{stencil}: expected {n} arguments\"); return NULL; }}"]
+    first = next(i for i, a in enumerate(args) if a.role == "first")
+    for i, a in enumerate(args):
+        if a.ndim == 0:
+            lines += _scalar_conversion(i, a)
+            continue
+        flags = "PyBUF_STRIDES | PyBUF_WRITABLE" if a.writable else "PyBUF_STRIDES"
+        item = a.dtype.itemsize
+        lines += [
+            f"    Py_buffer *v{i} = &views[nviews];",
+            f"    if (PyObject_GetBuffer(args[{i}], v{i}, {flags}) != 0) "
+            f"return sk_fail(views, nviews, \"\");",
+            "    ++nviews;",
+            f"    if (v{i}->ndim != {a.ndim} || v{i}->itemsize != {item}) return sk_fail(views, "
+            f"nviews, \"{stencil}: argument '{a.name}' must be a {a.ndim}-D array of "
+            f"{a.dtype}\");",
+            f"    if (((uintptr_t)v{i}->buf) % {item} != 0) return sk_fail(views, nviews, "
+            f"\"{stencil}: argument '{a.name}' is not aligned to its item size\");",
+            f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->strides[d] % {item} != 0) "
+            f"return sk_fail(views, nviews, \"{stencil}: strides of '{a.name}' are not "
+            f"multiples of its item size\");",
+        ]
+        if a.unit_stride:
+            lines.append(f"    if (v{i}->shape[{a.ndim - 1}] > 1 && v{i}->strides[{a.ndim - 1}] "
+                         f"!= {item}) return sk_fail(views, nviews, \"{stencil}: '{a.name}' "
+                         f"must have a unit last stride in this specialization\");")
+    fview = f"v{first}"
+    for i, a in enumerate(args):
+        if a.role == "relative":
+            lines.append(f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->shape[d] < "
+                         f"{fview}->shape[d]) return sk_fail(views, nviews, \"{stencil}: "
+                         f"secondary array '{a.name}' is smaller than the first argument\");")
+        if a.role == "out":
+            lines.append(f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->shape[d] != "
+                         f"{fview}->shape[d]) return sk_fail(views, nviews, \"{stencil}: "
+                         f"'out' must have the shape of the first argument\");")
+    by_buffer = {a.name: i for i, a in enumerate(args)}
+    call_args = []
+    for p in kernel.params:
+        for prop in p.properties:
+            match prop:
+                case k.BasePointer(buffer=b):
+                    call_args.append(f"({ctype(p.dtype)} *)v{by_buffer[b]}->buf")
+                case k.ShapeOf(buffer=b, dim=dim):
+                    call_args.append(f"(int64_t)v{by_buffer[b]}->shape[{dim}]")
+                case k.StrideOf(buffer=b, dim=dim):
+                    i = by_buffer[b]
+                    call_args.append(f"(int64_t)(v{i}->strides[{dim}] / {args[i].dtype.itemsize})")
+                case k.ScalarArgument(name=nm):
+                    call_args.append(f"s{by_buffer[nm]}")
+    lines += ["    int status;", "    Py_BEGIN_ALLOW_THREADS",
+              f"    status = {kernel.name}({', '.join(call_args)});", "    Py_END_ALLOW_THREADS",
+              "    for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]);",
+              "    return PyLong_FromLong(status);", "}", "",
+              "static PyMethodDef sk_methods[] = {",
+              "    {\"call\", (PyCFunction)(void (*)(void))sk_call, METH_FASTCALL, NULL},",
+              "    {NULL, NULL, 0, NULL}", "};",
+              f"static struct PyModuleDef sk_module = {{PyModuleDef_HEAD_INIT, \"{module}\", "
+              "NULL, -1, sk_methods};",
+              f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&sk_module); }}", ""]
+    return "\n".join(lines)
+
+
+def _scalar_conversion(i: int, a: WrapperArg) -> list[str]:
+    t = a.dtype
+    c = ctype(t)
+    if dtypes.is_complex(t):
+        return [f"    Py_complex z{i} = PyComplex_AsCComplex(args[{i}]);",
+                f"    {c} s{i} = {'CMPLXF' if t == dtypes.COMPLEX64 else 'CMPLX'}"
+                f"(z{i}.real, z{i}.imag);",
+                "    if (PyErr_Occurred()) return sk_fail(views, nviews, \"\");"]
+    if dtypes.is_float(t):
+        conv = f"({c})PyFloat_AsDouble(args[{i}])"
+    elif t == dtypes.BOOL:
+        conv = f"PyObject_IsTrue(args[{i}]) == 1"
+    elif dtypes.is_unsigned(t):
+        conv = f"({c})PyLong_AsUnsignedLongLongMask(args[{i}])"
+    else:
+        conv = f"({c})PyLong_AsLongLong(args[{i}])"
+    return [f"    {c} s{i} = {conv};",
+            "    if (PyErr_Occurred()) return sk_fail(views, nviews, \"\");"]

@@ -1,0 +1,69 @@
+"""Frozen options and ``configure()``: the only place that reads ``STENCILKIT_*`` variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import StencilError
+
+_DUMP_STAGES = frozenset({"ir", "typed", "kernel", "code"})
+
+
+def _env_dump() -> frozenset[str]:
+    raw = os.environ.get("STENCILKIT_DUMP", "")
+    stages = frozenset(s.strip().lower() for s in raw.split(",") if s.strip())
+    if "all" in stages or "1" in stages:
+        return _DUMP_STAGES
+    return stages & _DUMP_STAGES
+
+
+def _env_cache_dir() -> Path:
+    explicit = os.environ.get("STENCILKIT_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("stencilkit"))
+
+
+@dataclass(frozen=True)
+class Config:
+    """Process-wide defaults; stencils snapshot what they need when they build."""
+
+    backend: str | None = field(default_factory=lambda: os.environ.get("STENCILKIT_BACKEND") or None)
+    cache_dir: Path = field(default_factory=_env_cache_dir)
+    dump: frozenset[str] = field(default_factory=_env_dump)
+    cc: str | None = field(default_factory=lambda: os.environ.get("CC") or None)
+    cflags: tuple[str, ...] = field(
+        default_factory=lambda: tuple(os.environ.get("STENCILKIT_CFLAGS", "").split()))
+    openmp: bool = field(default_factory=lambda: os.environ.get("STENCILKIT_OPENMP", "1") != "0")
+
+
+_current = Config()
+
+
+def current() -> Config:
+    """The configuration in force."""
+    return _current
+
+
+def configure(**changes: object) -> Config:
+    """Change process-wide defaults, e.g. ``sk.configure(backend="numpy")``; returns the new config."""
+    global _current
+    names = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(changes) - names)
+    if unknown:
+        raise StencilError(f"unknown configuration option(s) {unknown}",
+                           hint=f"use one of {sorted(names)}")
+    if "cache_dir" in changes and changes["cache_dir"] is not None:
+        changes["cache_dir"] = Path(str(changes["cache_dir"])).expanduser()
+    if "dump" in changes:
+        d = changes["dump"]
+        changes["dump"] = frozenset(d.split(",")) if isinstance(d, str) else frozenset(d or ())
+    if "cflags" in changes and isinstance(changes["cflags"], str):
+        changes["cflags"] = tuple(changes["cflags"].split())
+    _current = dataclasses.replace(_current, **changes)  # type: ignore[arg-type]
+    return _current

@@ -1,0 +1,1 @@
+"""Intermediate representations. Nothing here imports from the rest of the package."""

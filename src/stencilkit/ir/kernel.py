@@ -1,0 +1,278 @@
+"""Kernel IR, after the pystencils memory model: symbols, buffers, typed constants, loops.
+
+Invariants:
+- Symbols are created only through a ``KernelContext``, which keeps names unique; a symbol
+  is identified by its name. Symbol properties say what a kernel parameter *is* (the base
+  pointer, a shape or a stride of which buffer, a scalar argument) and what it promises
+  (``restrict``, alignment), and travel with the kernel's parameter list.
+- A ``Buffer`` has one base pointer, a shape and strides (in elements) that are symbols or
+  constants, all of one index type (int64).
+- ``Constant`` values are stored exactly as NumPy scalars of their dtype.
+- ``MathCall`` names an IR math function; each platform's printer picks the implementation
+  (``sqrt`` vs ``sqrtf`` vs ``csqrt``). ``CCall`` is an external C function, ``Literal`` text
+  printed verbatim (assumed pure and constant).
+- Every expression has a dtype; operands of ``Op`` already have the operator's operand type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass, field
+
+import numpy as np
+
+from .core import Location, Node
+
+DType = np.dtype
+INDEX = np.dtype(np.int64)
+
+
+# ---------------------------------------------------------------- symbol properties
+
+
+@dataclass(frozen=True, slots=True)
+class BasePointer:
+    buffer: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeOf:
+    buffer: str
+    dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class StrideOf:
+    buffer: str
+    dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarArgument:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Restrict:
+    """The pointer does not alias any other pointer of the kernel."""
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    byte_boundary: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOnly:
+    """The kernel never writes through this pointer."""
+
+
+Property = BasePointer | ShapeOf | StrideOf | ScalarArgument | Restrict | Alignment | ReadOnly
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    name: str
+    dtype: DType
+    pointer: bool = False
+    properties: frozenset[Property] = frozenset()
+
+    def has(self, kind: type) -> bool:
+        return any(isinstance(p, kind) for p in self.properties)
+
+    def get(self, kind: type) -> Property | None:
+        return next((p for p in self.properties if isinstance(p, kind)), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    name: str
+    element_type: DType
+    base: Symbol
+    shape: tuple[Expr, ...]
+    strides: tuple[Expr, ...]
+    index_type: DType = INDEX
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+class KernelContext:
+    """Owns the symbols of one kernel translation; the only way to create a symbol."""
+
+    def __init__(self) -> None:
+        self.symbols: dict[str, Symbol] = {}
+
+    def symbol(self, name: str, dtype: DType, *, pointer: bool = False,
+               properties: frozenset[Property] = frozenset(), unique: bool = True) -> Symbol:
+        base = _c_identifier(name)
+        candidate, n = base, 0
+        while unique and candidate in self.symbols:
+            n += 1
+            candidate = f"{base}_{n}"
+        sym = Symbol(candidate, np.dtype(dtype), pointer, properties)
+        self.symbols[candidate] = sym
+        return sym
+
+    def buffer(self, name: str, element_type: DType, ndim: int, *, unit_stride_last: bool,
+               restrict: bool, read_only: bool) -> Buffer:
+        props: set[Property] = {BasePointer(name)}
+        if restrict:
+            props.add(Restrict())
+        if read_only:
+            props.add(ReadOnly())
+        base = self.symbol(f"{name}", element_type, pointer=True, properties=frozenset(props))
+        shape = tuple(Sym(self.symbol(f"{name}_shape_{k}", INDEX,
+                                      properties=frozenset({ShapeOf(name, k)})), dtype=INDEX)
+                      for k in range(ndim))
+        strides: list[Expr] = []
+        for k in range(ndim):
+            if unit_stride_last and k == ndim - 1:
+                strides.append(Constant(np.int64(1), dtype=INDEX))
+            else:
+                strides.append(Sym(self.symbol(f"{name}_stride_{k}", INDEX,
+                                               properties=frozenset({StrideOf(name, k)})),
+                                   dtype=INDEX))
+        return Buffer(name, np.dtype(element_type), base, shape, tuple(strides))
+
+
+def _c_identifier(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else "v" + out
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Expr(Node):
+    _: KW_ONLY
+    dtype: DType
+
+
+@dataclass(frozen=True, slots=True)
+class Constant(Expr):
+    value: np.generic
+
+
+@dataclass(frozen=True, slots=True)
+class Sym(Expr):
+    symbol: Symbol
+
+
+@dataclass(frozen=True, slots=True)
+class Load(Expr):
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Op(Expr):
+    """An operator of the C family: arithmetic, comparison, logic, or a runtime helper
+    with the same semantics on every platform (``floordiv``, ``mod``, ``powi``)."""
+
+    op: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    cond: Expr
+    then: Expr
+    orelse: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class MathCall(Expr):
+    func: str  # an IR math function: "sqrt", "exp", "floor", "minimum", ...
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CCall(Expr):
+    name: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Expr):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Convert(Expr):
+    value: Expr
+
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt(Node):
+    _: KW_ONLY
+    loc: Location | None = field(default=None, compare=False)
+    source: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Declare(Stmt):
+    symbol: Symbol
+    value: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetSym(Stmt):
+    symbol: Symbol
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Store(Stmt):
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Loop(Stmt):
+    counter: Symbol
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple[Stmt, ...]
+    parallel: bool = False
+    vectorize: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Branch(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WhileLoop(Stmt):
+    cond: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Section(Stmt):
+    """A named block, printed with a marker comment (``/* --- interior --- */``)."""
+
+    title: str
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelFunction(Node):
+    """A lowered kernel. ``params`` come from the free symbols of the body, ordered by the
+    argument they belong to, and carry their properties to the runtime and the header."""
+
+    name: str
+    params: tuple[Symbol, ...]
+    body: tuple[Stmt, ...]
+    buffers: tuple[Buffer, ...]
+    doc: str = ""
+    uses_error_flag: bool = False

@@ -1,0 +1,348 @@
+"""Lower a typed point kernel to kernel IR: a loop nest over the interior, plus border fill.
+
+Requires: a typed, single-exit ``PointKernel``, its border, and the layout the kernel is
+specialized for (which arrays have a unit last stride). Ensures: a ``KernelFunction`` whose
+parameters are the free symbols of its body, ordered by argument; relative accesses with a
+run-time offset are clamped to the neighbourhood and flag an error instead of reading out of
+bounds; absolutely indexed arrays wrap negative indices and are bounds-checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes
+from ..ir import definition as d
+from ..ir import kernel as k
+from ..ir.core import walk
+from .single_exit import RESULT
+
+OUT = "out"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which buffers have a unit last stride (the specialization key of the C code)."""
+
+    unit_stride: tuple[bool, ...]  # per kernel parameter (False for scalars)
+    out_unit_stride: bool
+
+
+_CANONICAL_MATH = {
+    "abs": "abs", "min": "min", "max": "max", "math.fabs": "fabs", "np.fabs": "fabs",
+    "np.abs": "abs", "np.absolute": "abs", "math.asin": "asin", "math.acos": "acos",
+    "math.atan": "atan", "math.asinh": "asinh", "math.acosh": "acosh", "math.atanh": "atanh",
+    "np.arcsin": "asin", "np.arccos": "acos", "np.arctan": "atan", "np.arcsinh": "asinh",
+    "np.arccosh": "acosh", "np.arctanh": "atanh", "math.atan2": "atan2", "np.arctan2": "atan2",
+    "math.pow": "pow", "np.minimum": "minimum", "np.maximum": "maximum", "np.fmin": "fmin",
+    "np.fmax": "fmax", "math.fmod": "fmod", "np.fmod": "fmod", "np.rint": "rint",
+}
+_OPERATOR_FUNCS = {"np.add": "+", "np.subtract": "-", "np.multiply": "*", "np.true_divide": "/",
+                   "np.divide": "/", "np.floor_divide": "floordiv", "np.mod": "mod",
+                   "np.remainder": "mod", "np.negative": "neg"}
+
+
+def math_function(func: str) -> str:
+    """The IR math function a canonical call maps to."""
+    return _CANONICAL_MATH.get(func, func.rpartition(".")[2])
+
+
+class PointLowering:
+    def __init__(self, kernel: d.PointKernel, border: tuple[tuple[int, int], ...],
+                 layout: Layout, line_text: Callable[[int], str], filename: str,
+                 out_dtype: np.dtype | None = None) -> None:
+        self.kernel = kernel
+        self.border = border
+        self.layout = layout
+        self.line_text = line_text
+        self.filename = filename
+        self.out_dtype = out_dtype if out_dtype is not None else kernel.return_type
+        self.ctx = k.KernelContext()
+        self.buffers: dict[str, k.Buffer] = {}
+        self.scalars: dict[str, k.Symbol] = {}
+        self.locals: dict[str, k.Symbol] = {}
+        self.counters: list[k.Symbol] = []
+        self.uses_error_flag = False
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: d.Expr) -> k.Expr:
+        t = e.dtype
+        match e:
+            case d.Const(value=v):
+                return k.Constant(t.type(v), dtype=t)
+            case d.Name(id=n):
+                sym = self.scalars.get(n) or self.locals[n]
+                return k.Sym(sym, dtype=sym.dtype)
+            case d.Access(field=f, offset=off):
+                buf = self.buffers[f]
+                idx = []
+                for dim, o in enumerate(off):
+                    centre = k.Sym(self.counters[dim], dtype=k.INDEX)
+                    if isinstance(o, d.Const):
+                        shift: k.Expr = k.Constant(np.int64(o.value), dtype=k.INDEX)
+                    else:
+                        lo, hi = self.border[dim]
+                        self.uses_error_flag = True
+                        shift = k.Op("checked_offset", (
+                            self.expr(o), k.Constant(np.int64(lo), dtype=k.INDEX),
+                            k.Constant(np.int64(hi), dtype=k.INDEX)), dtype=k.INDEX)
+                    idx.append(_add(centre, shift))
+                return k.Load(buf, tuple(idx), dtype=t)
+            case d.Index(array=a, index=index):
+                buf = self.buffers[a]
+                self.uses_error_flag = True
+                idx = tuple(k.Op("wrap_index", (self.expr(x), buf.shape[dim]), dtype=k.INDEX)
+                            for dim, x in enumerate(index))
+                return k.Load(buf, idx, dtype=t)
+            case d.Cast(value=v):
+                return k.Convert(self.expr(v), dtype=t)
+            case d.BinOp(op=op, left=l, right=r):
+                a, b = self.expr(l), self.expr(r)
+                if op == "//":
+                    return k.Op("floordiv", (a, b), dtype=t)
+                if op == "%":
+                    return k.Op("mod", (a, b), dtype=t)
+                if op == "**":
+                    if dtypes.is_int(r.dtype):
+                        return k.Op("powi", (a, b), dtype=t)
+                    return k.MathCall("pow", (a, b), dtype=t)
+                if op in ("<<", ">>"):
+                    return k.Op("shl" if op == "<<" else "shr", (a, b), dtype=t)
+                return k.Op(op, (a, b), dtype=t)
+            case d.Compare(op=op, left=l, right=r):
+                return k.Op(op, (self.expr(l), self.expr(r)), dtype=t)
+            case d.BoolOp(op=op, left=l, right=r):
+                a, b = self.expr(l), self.expr(r)
+                if t == dtypes.BOOL:
+                    return k.Op("&&" if op == "and" else "||", (a, b), dtype=t)
+                cond = _truth(a)
+                return k.Select(cond, b, a, dtype=t) if op == "and" else k.Select(cond, a, b, dtype=t)
+            case d.UnaryOp(op=op, operand=x):
+                a = self.expr(x)
+                if op == "+":
+                    return a
+                if op == "-":
+                    return k.Op("neg", (a,), dtype=t)
+                if op == "not" or (op == "~" and t == dtypes.BOOL):
+                    return k.Op("!", (a,), dtype=t)
+                return k.Op("~", (a,), dtype=t)
+            case d.IfExp(cond=c, body=b, orelse=o):
+                return k.Select(self.expr(c), self.expr(b), self.expr(o), dtype=t)
+            case d.Call(func=f, args=args):
+                return self.call(f, tuple(self.expr(a) for a in args), t)
+        raise TypeError(f"cannot lower {e!r}")
+
+    def call(self, func: str, args: tuple[k.Expr, ...], t: np.dtype) -> k.Expr:
+        if func in _OPERATOR_FUNCS:
+            return k.Op(_OPERATOR_FUNCS[func], args, dtype=t)
+        if func == "np.power":
+            if dtypes.is_intlike(args[1].dtype):
+                return k.Op("powi", args, dtype=t)
+            return k.MathCall("pow", args, dtype=t)
+        if func == "np.square":
+            return k.Op("*", (args[0], args[0]), dtype=t)
+        name = math_function(func)
+        if name in ("min", "max") and len(args) > 2:
+            acc = args[0]
+            for a in args[1:]:
+                acc = k.MathCall(name, (acc, a), dtype=t)
+            return acc
+        if func in ("math.floor", "math.ceil", "math.trunc"):
+            (a,) = args
+            if dtypes.is_intlike(a.dtype):
+                return k.Convert(a, dtype=t)
+            return k.Convert(k.MathCall(name, args, dtype=a.dtype), dtype=t)
+        return k.MathCall(name, args, dtype=t)
+
+    # ------------------------------------------------------------ statements
+
+    def comment(self, s: d.Stmt) -> str:
+        if s.loc is None:
+            return ""
+        return f"{self.filename}:{s.loc.line}  {self.line_text(s.loc.line)}"
+
+    def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
+        out: list[k.Stmt] = []
+        for s in body:
+            src = self.comment(s)
+            match s:
+                case d.Assign(target=t, value=v):
+                    out.append(k.SetSym(self.locals[t], self.expr(v), loc=s.loc, source=src))
+                case d.If(cond=c, body=b, orelse=o):
+                    out.append(k.Branch(self.expr(c), self.stmts(b), self.stmts(o), loc=s.loc,
+                                        source=src))
+                case d.For(var=v, start=a, stop=b, step=c, body=b_):
+                    out.append(k.Loop(self.locals[v], self.expr(a), self.expr(b), self.expr(c),
+                                      self.stmts(b_), loc=s.loc, source=src))
+                case d.While(cond=c, body=b_):
+                    out.append(k.WhileLoop(self.expr(c), self.stmts(b_), loc=s.loc, source=src))
+        return tuple(out)
+
+    # ------------------------------------------------------------ the kernel
+
+    def lower(self) -> k.KernelFunction:
+        kern = self.kernel
+        nd = kern.ndim
+        for p, t, unit in zip(kern.params, kern.param_types, self.layout.unit_stride):
+            if p in kern.relative or p in kern.standard:
+                ndim = nd if p in kern.relative else _index_rank(kern, p)
+                self.buffers[p] = self.ctx.buffer(p, t, ndim, unit_stride_last=unit,
+                                                  restrict=True, read_only=True)
+            else:
+                self.scalars[p] = self.ctx.symbol(p, t, properties=frozenset(
+                    {k.ScalarArgument(p)}))
+        out = self.ctx.buffer(OUT, self.out_dtype, nd,
+                              unit_stride_last=self.layout.out_unit_stride, restrict=True,
+                              read_only=False)
+        first = self.buffers[kern.params[0]]
+        self.counters = [self.ctx.symbol(f"i{dim}", k.INDEX) for dim in range(nd)]
+        for name, t in kern.local_types:
+            self.locals[name] = self.ctx.symbol(name.strip("_") or "v", t)
+        fill = self.ctx.symbol("fill_border", dtypes.BOOL,
+                               properties=frozenset({k.ScalarArgument("fill_border")}))
+        cval = self.ctx.symbol("cval", self.out_dtype,
+                               properties=frozenset({k.ScalarArgument("cval")}))
+        body = self.stmts(kern.body)
+        result = self.locals[RESULT]
+        decls = tuple(k.Declare(s, _zero(s.dtype)) for n, s in sorted(self.locals.items()))
+        centre = tuple(k.Sym(c, dtype=k.INDEX) for c in self.counters)
+        value: k.Expr = k.Sym(result, dtype=result.dtype)
+        if self.out_dtype != result.dtype:
+            value = k.Convert(value, dtype=self.out_dtype)
+        store = k.Store(out, centre, value)
+        inner: tuple[k.Stmt, ...] = decls + body + (store,)
+        for dim in reversed(range(nd)):
+            lo, hi = self.border[dim]
+            start = k.Constant(np.int64(-lo), dtype=k.INDEX)
+            stop = _sub(first.shape[dim], k.Constant(np.int64(hi), dtype=k.INDEX))
+            inner = (k.Loop(self.counters[dim], start, stop, _one(), inner,
+                            parallel=(dim == 0), vectorize=(dim == nd - 1)),)
+        interior = k.Section("interior", inner)
+        border = k.Section("border: cval where the neighbourhood leaves the array", (
+            k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval)),))
+        body_all = (border, interior)
+        params = _free_parameters(body_all, kern.params)
+        doc = (f"point kernel '{kern.name}' ({self.filename}:{kern.loc.line if kern.loc else 0})"
+               f", {nd}-D, border {list(self.border)}")
+        return k.KernelFunction(f"sk_{kern.name.strip('<>')}", params, body_all,
+                                tuple(self.buffers.values()) + (out,), doc,
+                                self.uses_error_flag)
+
+    def border_fill(self, first: k.Buffer, out: k.Buffer, cval: k.Symbol) -> tuple[k.Stmt, ...]:
+        """Write ``cval`` to every element whose neighbourhood leaves the array."""
+        nd = self.kernel.ndim
+        counters = [self.ctx.symbol(f"b{dim}", k.INDEX) for dim in range(nd)]
+        value = k.Sym(cval, dtype=cval.dtype)
+        last = nd - 1
+        lo, hi = self.border[last]
+        n_last = first.shape[last]
+
+        def row(whole: bool) -> tuple[k.Stmt, ...]:
+            def fill(start: k.Expr, stop: k.Expr) -> k.Stmt:
+                idx = tuple(k.Sym(c, dtype=k.INDEX) for c in counters)
+                return k.Loop(counters[last], start, stop, _one(),
+                              (k.Store(out, idx, value),), vectorize=True)
+            zero = k.Constant(np.int64(0), dtype=k.INDEX)
+            if whole:
+                return (fill(zero, n_last),)
+            head_end = _min(k.Constant(np.int64(-lo), dtype=k.INDEX), n_last)
+            tail_start = _max(head_end, _sub(n_last, k.Constant(np.int64(hi), dtype=k.INDEX)))
+            return (fill(zero, head_end), fill(tail_start, n_last))
+
+        if nd == 1:
+            return row(False)
+        inside: k.Expr | None = None
+        for dim in range(nd - 1):
+            lo_d, hi_d = self.border[dim]
+            c = k.Sym(counters[dim], dtype=k.INDEX)
+            cond = k.Op("&&", (
+                k.Op(">=", (c, k.Constant(np.int64(-lo_d), dtype=k.INDEX)), dtype=dtypes.BOOL),
+                k.Op("<", (c, _sub(first.shape[dim], k.Constant(np.int64(hi_d), dtype=k.INDEX))),
+                     dtype=dtypes.BOOL)), dtype=dtypes.BOOL)
+            inside = cond if inside is None else k.Op("&&", (inside, cond), dtype=dtypes.BOOL)
+        nest: tuple[k.Stmt, ...] = (k.Branch(inside, row(False), row(True)),)
+        for dim in reversed(range(nd - 1)):
+            nest = (k.Loop(counters[dim], k.Constant(np.int64(0), dtype=k.INDEX),
+                           first.shape[dim], _one(), nest, parallel=(dim == 0)),)
+        return nest
+
+
+def _index_rank(kernel: d.PointKernel, array: str) -> int:
+    for n in walk(kernel):
+        if isinstance(n, d.Index) and n.array == array:
+            return len(n.index)
+    return 1
+
+
+def _truth(e: k.Expr) -> k.Expr:
+    if e.dtype == dtypes.BOOL:
+        return e
+    return k.Op("!=", (e, _zero(e.dtype)), dtype=dtypes.BOOL)
+
+
+def _zero(t: np.dtype) -> k.Constant:
+    return k.Constant(np.zeros((), t)[()], dtype=t)
+
+
+def _one() -> k.Constant:
+    return k.Constant(np.int64(1), dtype=k.INDEX)
+
+
+def _add(a: k.Expr, b: k.Expr) -> k.Expr:
+    if isinstance(b, k.Constant) and b.value == 0:
+        return a
+    if isinstance(b, k.Constant) and b.value < 0:
+        return k.Op("-", (a, k.Constant(np.int64(-b.value), dtype=k.INDEX)), dtype=k.INDEX)
+    return k.Op("+", (a, b), dtype=k.INDEX)
+
+
+def _sub(a: k.Expr, b: k.Expr) -> k.Expr:
+    if isinstance(b, k.Constant) and b.value == 0:
+        return a
+    return k.Op("-", (a, b), dtype=k.INDEX)
+
+
+def _min(a: k.Expr, b: k.Expr) -> k.Expr:
+    return k.MathCall("min", (a, b), dtype=k.INDEX)
+
+
+def _max(a: k.Expr, b: k.Expr) -> k.Expr:
+    return k.MathCall("max", (a, b), dtype=k.INDEX)
+
+
+def _free_parameters(body: tuple[k.Stmt, ...], order: tuple[str, ...]) -> tuple[k.Symbol, ...]:
+    """The kernel's parameters: every symbol the body uses but does not declare or loop over."""
+    used: dict[str, k.Symbol] = {}
+    bound: set[str] = set()
+    for stmt in body:
+        for n in walk(stmt):
+            match n:
+                case k.Sym(symbol=s):
+                    used.setdefault(s.name, s)
+                case k.Load(buffer=b) | k.Store(buffer=b):
+                    used.setdefault(b.base.name, b.base)
+                    for e in b.strides:  # printed inside every index expression
+                        if isinstance(e, k.Sym):
+                            used.setdefault(e.symbol.name, e.symbol)
+                case k.Declare(symbol=s) | k.Loop(counter=s):
+                    bound.add(s.name)
+    rank = {name: i for i, name in enumerate((*order, OUT, "fill_border", "cval"))}
+
+    def key(s: k.Symbol) -> tuple[int, int, int]:
+        for p in s.properties:
+            match p:
+                case k.BasePointer(buffer=b):
+                    return rank[b], 0, 0
+                case k.ShapeOf(buffer=b, dim=dim):
+                    return rank[b], 1, dim
+                case k.StrideOf(buffer=b, dim=dim):
+                    return rank[b], 2, dim
+                case k.ScalarArgument(name=n):
+                    return rank[n], 0, 0
+        raise AssertionError(f"free symbol {s.name} has no origin")
+
+    return tuple(sorted((s for n, s in used.items() if n not in bound), key=key))

@@ -1,0 +1,285 @@
+"""``@sk.stencil``: point-kernel objects with a lazy build per argument signature.
+
+The first call with a new signature (dtypes, ndims, unit-stride layout of each array,
+scalar types, ``out`` dtype) runs the pipeline and builds code; later calls look the
+signature up and go straight to the compiled entry (``runtime.launch.PointCall``).
+"""
+
+from __future__ import annotations
+
+import functools
+from types import FunctionType
+
+import numpy as np
+
+from . import backends, dtypes
+from .analysis.neighborhood import Neighborhood
+from .analysis.typing import ArgType
+from .build import cache
+from .build.toolchain import toolchain
+from .codegen import c as c_codegen
+from .codegen import numpy as np_codegen
+from .config import current
+from .errors import ArgumentError, StencilError, StencilSyntaxError, StencilTypeError
+from .frontend.point_kernel import parse_point_kernel
+from .frontend.source import SourceFunction
+from .ir import definition as d
+from .passes import pipeline
+from .passes.lower_point import Layout, PointLowering
+from .runtime.launch import PointCall, check_shapes
+
+_POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
+_SCALAR_TYPES = (bool, int, float, complex, np.generic)
+
+
+def _array_key(a: np.ndarray) -> tuple:
+    nd = a.ndim
+    unit = nd == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize
+    return (a.dtype, nd, unit)
+
+
+class PointStencil:
+    """A Numba-compatible point kernel (API.md section 1)."""
+
+    def __init__(self, func: FunctionType, *, neighborhood: Neighborhood | None = None,
+                 cval: object = None, standard_indexing: tuple[str, ...] | list[str] = (),
+                 backend: str | None = None) -> None:
+        self.func = func
+        self.__name__ = getattr(func, "__name__", "stencil")
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        self.explicit_neighborhood = (tuple(tuple(int(x) for x in p) for p in neighborhood)
+                                      if neighborhood is not None else None)
+        self.cval = cval
+        self.standard_indexing = tuple(standard_indexing or ())
+        self.backend = backend
+        self._neighborhood: Neighborhood | None = self.explicit_neighborhood
+        self._parsed: tuple[d.PointKernel, SourceFunction] | None = None
+        self._specs: dict[tuple, PointCall] = {}
+        self._last: tuple[str, pipeline.TypedPointKernel, str] | None = None
+
+    # ------------------------------------------------------------ introspection
+
+    @property
+    def neighborhood(self) -> Neighborhood | None:
+        """The neighbourhood: as given, or as inferred by the first call (None before)."""
+        return self._neighborhood
+
+    @property
+    def ir(self) -> str:
+        """The typed definition IR of the latest specialization (the parsed IR before any call)."""
+        if self._last is not None:
+            return d.format_point_kernel(self._last[1].kernel)
+        return d.format_point_kernel(self._parse()[0])
+
+    def generate(self, *args: object, backend: str | None = None, out: object = None) -> str:
+        """Generated source for ``args`` (default: the arguments of the latest call)."""
+        if args:
+            arrays = self._normalize(args)
+            okey = _array_key(out) if isinstance(out, np.ndarray) else None
+            return self._build(arrays, okey, backend, out is not None).source
+        if self._last is None:
+            raise StencilError("the stencil has not been called yet, so its argument types "
+                               "are unknown", stencil=self.__name__,
+                               hint="call it once, or pass example arguments: "
+                                    "st.generate(a, b, ...)")
+        if backend is None or backend == self._last[0]:
+            return self._last[2]
+        raise StencilError("generate(backend=...) for another backend needs example "
+                           "arguments", stencil=self.__name__, hint="st.generate(a, backend=...)")
+
+    # ------------------------------------------------------------ the call path
+
+    def __call__(self, *args: object, out: np.ndarray | None = None, **kwargs: object):
+        if kwargs:
+            raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
+                                stencil=self.__name__, hint="only out= may be passed by name")
+        try:
+            key = tuple(_array_key(a) if type(a) is np.ndarray else type(a) for a in args)
+            okey = None if out is None else _array_key(out)
+        except AttributeError:
+            raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__) from None
+        call = self._specs.get((key, okey))
+        if call is None:
+            if any(type(a) is not np.ndarray and not isinstance(a, _SCALAR_TYPES) for a in args):
+                return self(*self._normalize(args), out=out)
+            call = self._specialize(args, out, key, okey)
+        return call(args, out)
+
+    def _normalize(self, args: tuple[object, ...]) -> tuple[object, ...]:
+        out = []
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray) or isinstance(a, _SCALAR_TYPES):
+                out.append(a)
+            elif hasattr(a, "__array_interface__") or hasattr(a, "__array__") \
+                    or hasattr(a, "__dlpack__"):
+                out.append(np.asarray(a))
+            else:
+                raise ArgumentError(f"argument {i + 1} is a {type(a).__name__}, not an array or "
+                                    "a number", stencil=self.__name__,
+                                    hint="pass NumPy arrays (or numbers for scalar parameters)")
+        return tuple(out)
+
+    def _specialize(self, args, out, key, okey) -> PointCall:
+        if out is not None and not isinstance(out, np.ndarray):
+            raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__)
+        if out is not None and out.dtype not in dtypes.SUPPORTED:
+            raise ArgumentError(f"'out' has unsupported dtype {out.dtype}", stencil=self.__name__)
+        call = self._build(args, okey, None, out is not None)
+        self._specs[(key, okey)] = call
+        return call
+
+    def _parse(self) -> tuple[d.PointKernel, SourceFunction]:
+        if self._parsed is None:
+            self._parsed = parse_point_kernel(self.func, self.standard_indexing)
+        return self._parsed
+
+    def _arg_types(self, args: tuple[object, ...]) -> tuple[ArgType, ...]:
+        kernel, _ = self._parse()
+        if len(args) != len(kernel.params):
+            raise ArgumentError(f"the kernel takes {len(kernel.params)} argument(s) "
+                                f"({', '.join(kernel.params)}), {len(args)} given",
+                                stencil=self.__name__, loc=kernel.loc)
+        types = []
+        for p, a in zip(kernel.params, args):
+            if isinstance(a, np.ndarray):
+                if a.dtype not in dtypes.SUPPORTED:
+                    raise ArgumentError(f"argument '{p}' has unsupported dtype {a.dtype}",
+                                        stencil=self.__name__, loc=kernel.loc,
+                                        hint="use bool, (u)int8-64, float32/64 or complex64/128")
+                if a.ndim == 0:
+                    raise ArgumentError(f"argument '{p}' is a 0-dimensional array",
+                                        stencil=self.__name__, loc=kernel.loc,
+                                        hint="pass a scalar or an array with dimensions")
+                types.append(ArgType(a.dtype, a.ndim))
+            else:
+                types.append(ArgType(dtypes.of_python_value(a)))
+        return tuple(types)
+
+    def _build(self, args, okey, backend: str | None, has_out: bool) -> PointCall:
+        kernel, src = self._parse()
+        name = self.__name__
+        types = self._arg_types(args)
+        typed = pipeline.analyse(kernel, types, self.explicit_neighborhood)
+        if self._neighborhood is None:
+            self._neighborhood = typed.neighborhood.neighborhood
+        rt = typed.kernel.return_type
+        out_dtype = okey[0] if okey is not None else rt
+        if okey is not None and okey[1] != typed.kernel.ndim:
+            raise ArgumentError(f"'out' is {okey[1]}-D but the first argument is "
+                                f"{typed.kernel.ndim}-D", stencil=name, loc=kernel.loc,
+                                hint="pass out= with the shape of the first argument")
+        if dtypes.is_complex(rt) and not dtypes.is_complex(out_dtype):
+            raise ArgumentError(f"the kernel returns {rt} but 'out' is {out_dtype}",
+                                stencil=name, loc=kernel.loc, hint="pass a complex out= array")
+        cval = self._converted_cval(rt, out_dtype, kernel)
+        arrays = tuple(i for i, t in enumerate(types) if t.is_array)
+        relative = tuple(i for i, p in enumerate(kernel.params) if p in kernel.relative
+                         and types[i].is_array)
+        check_shapes(args, None, relative, name, kernel.loc)
+        chosen = backends.resolve(backend or self.backend, name)
+        if chosen == "numpy":
+            source, entry = _build_numpy(typed)
+            checks = False
+        else:
+            layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
+                                  for a in args),
+                            okey[2] if okey is not None else True)
+            source, entry = _build_c(typed, layout, src, out_dtype, types)
+            checks = True
+        pipeline.dump("code", f"{name} [{chosen}]", source)
+        self._last = (chosen, typed, source)
+        return PointCall(entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
+                         checks_shapes=checks, array_positions=arrays,
+                         relative_positions=relative, source=source)
+
+    def _converted_cval(self, rt: np.dtype, out_dtype: np.dtype, kernel: d.PointKernel):
+        cval = 0 if self.cval is None else self.cval
+        if not dtypes.can_hold(cval, rt):
+            raise StencilTypeError(f"cval {cval!r} does not convert to the stencil's return "
+                                   f"type {rt}", stencil=self.__name__, loc=kernel.loc,
+                                   hint=f"give a cval that converts to {rt}")
+        if dtypes.is_int(out_dtype) and isinstance(cval, (float, np.floating)) \
+                and not np.isfinite(cval):
+            raise StencilTypeError(f"cval {cval!r} has no value in the integer result type "
+                                   f"{out_dtype}", stencil=self.__name__, loc=kernel.loc,
+                                   hint="use a finite cval, or a float result")
+        with np.errstate(all="ignore"):
+            return np.array(cval).astype(out_dtype).item()
+
+
+def _build_numpy(typed: pipeline.TypedPointKernel):
+    kernel = typed.kernel
+    fname = "sk_" + "".join(ch if ch.isalnum() else "_" for ch in kernel.name)
+    source = np_codegen.kernel_source(kernel, typed.neighborhood.border, fname)
+    k = cache.key("numpy-point", source)
+    fn = cache.memory_get(k)
+    if fn is None:
+        namespace: dict[str, object] = {}
+        exec(compile(source, f"<stencilkit {kernel.name}>", "exec"), namespace)
+        fn = namespace[fname]
+        cache.memory_put(k, fn)
+    return source, fn
+
+
+def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFunction,
+             out_dtype: np.dtype, types: tuple[ArgType, ...]):
+    kernel = typed.kernel
+    lowering = PointLowering(kernel, typed.neighborhood.border, layout, src.line_text,
+                             src.filename.rsplit("/", 1)[-1], out_dtype=out_dtype)
+    kf = lowering.lower()
+    pipeline.dump("kernel", kernel.name, c_codegen.kernel_ir_text(kf))
+    source, _ = c_codegen.kernel_source(kf)
+    cfg = current()
+    tc = toolchain(cfg.cc, cfg.cflags, cfg.openmp)
+    wrapper_args = []
+    for i, (p, t) in enumerate(zip(kernel.params, types)):
+        role = ("first" if i == 0 else "relative" if p in kernel.relative else
+                "standard" if p in kernel.standard or t.is_array else "scalar")
+        wrapper_args.append(c_codegen.WrapperArg(p, t.dtype, t.ndim, False,
+                                                 layout.unit_stride[i], role))
+    wrapper_args.append(c_codegen.WrapperArg("out", out_dtype, kernel.ndim, True,
+                                             layout.out_unit_stride, "out"))
+    wrapper_args.append(c_codegen.WrapperArg("fill_border", dtypes.BOOL, 0, role="scalar"))
+    wrapper_args.append(c_codegen.WrapperArg("cval", out_dtype, 0, role="scalar"))
+    k = cache.key("c-point", source, tc.identity, repr(wrapper_args))
+    module = f"sk_{k[:24]}"
+    full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name)
+    fn = cache.memory_get(k)
+    if fn is None:
+        filename = cache.extension_filename(module)
+
+        def build(tmp):
+            c_file = tmp / f"{module}.c"
+            c_file.write_text(full)
+            tc.compile(c_file, tmp / filename, python=True, stencil=kernel.name)
+
+        path = cache.get_or_build(k, filename, build)
+        fn = cache.load_extension(path, module).call
+        cache.memory_put(k, fn)
+    return source, fn
+
+
+def stencil(func_or_mode: object = "constant", **options: object):
+    """Decorator: ``@sk.stencil``, ``@sk.stencil(...)`` or ``sk.stencil(func, **options)``."""
+    if isinstance(func_or_mode, str):
+        mode, func = func_or_mode, None
+    else:
+        mode, func = "constant", func_or_mode
+    if mode != "constant":
+        raise StencilError(f"unsupported mode style {mode!r}",
+                           hint="only func_or_mode='constant' is supported (as in Numba)")
+    unknown = sorted(set(options) - _POINT_OPTIONS)
+    if unknown:
+        raise StencilError(f"unknown stencil option(s) {unknown}",
+                           hint=f"use {sorted(_POINT_OPTIONS)}")
+    options.pop("func_or_mode", None)
+
+    def wrap(f: object) -> PointStencil:
+        if not isinstance(f, FunctionType):
+            raise StencilSyntaxError(f"@stencil needs a Python function, got {f!r}")
+        st = PointStencil(f, **options)  # type: ignore[arg-type]
+        functools.update_wrapper(st, f, updated=())
+        return st
+
+    return wrap(func) if func is not None else wrap
