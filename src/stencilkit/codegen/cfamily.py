@@ -60,8 +60,8 @@ class CFamilyPrinter:
             return text if t.itemsize == 8 and t != dtypes.UINT64 else f"(({ctype(t)}){text})"
         if dtypes.is_float(t):
             return self.float_literal(float(v), t == dtypes.FLOAT32)
-        re, im = self.float_literal(v.real, t == dtypes.COMPLEX64), \
-            self.float_literal(v.imag, t == dtypes.COMPLEX64)
+        re = self.float_literal(float(v.real), t == dtypes.COMPLEX64)
+        im = self.float_literal(float(v.imag), t == dtypes.COMPLEX64)
         return f"{'CMPLXF' if t == dtypes.COMPLEX64 else 'CMPLX'}({re}, {im})"
 
     @staticmethod

@@ -69,7 +69,7 @@ class NumpyPrinter:
                 return f"v_{n}" if n not in self.kernel.params else f"p_{n}"
             case d.Access(field=f, offset=off):
                 parts = ", ".join(self.expr(o) for o in off)
-                return f"_rt.shifted(p_{f}, ({parts},), _lo, _hi)"
+                return f"_rt.shifted(p_{f}, ({parts},), _lo, _hi, _shape)"
             case d.Index(array=a, index=idx):
                 parts = ", ".join(self.expr(o) for o in idx)
                 return f"_rt.gather(p_{a}, ({parts},), _shape)"

@@ -7,16 +7,17 @@ import math
 import numpy as np
 
 
-def shifted(a: np.ndarray, offset: tuple, lo: tuple[int, ...], hi: tuple[int, ...]) -> np.ndarray:
-    """The interior region of the first array, shifted by ``offset``, as a view of ``a``."""
-    shape = a.shape
+def shifted(a: np.ndarray, offset: tuple, lo: tuple[int, ...], hi: tuple[int, ...],
+            shape: tuple[int, ...]) -> np.ndarray:
+    """The interior region of the first array (of ``shape``), shifted by ``offset``, as a view
+    of ``a`` (which may be larger)."""
     if all(type(o) in (int, np.int64) or np.ndim(o) == 0 for o in offset):
         idx = []
         for n, o, l_, h in zip(shape, offset, lo, hi):
             o = int(o)
             if o < -l_ or o > h:
                 raise IndexError(f"relative index {o} outside the neighbourhood")
-            idx.append(slice(l_ + o, n - h + o) if n - h + o != 0 else slice(l_ + o, None))
+            idx.append(slice(l_ + o, n - h + o))
         return a[tuple(idx)]
     # Offsets that vary per element: gather, clamped to the neighbourhood.
     region = tuple(np.arange(l_, n - h) for n, l_, h in zip(shape, lo, hi))

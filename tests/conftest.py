@@ -1,0 +1,41 @@
+"""Shared fixtures: a private cache directory, and the backend parametrization."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+_cache = tempfile.mkdtemp(prefix="stencilkit-test-cache-")
+os.environ.setdefault("STENCILKIT_CACHE_DIR", _cache)
+
+import stencilkit as sk  # noqa: E402
+from stencilkit.backends import IMPLEMENTED, REGISTRY  # noqa: E402
+
+
+def _backend_params():
+    out = []
+    for name in IMPLEMENTED:
+        reason = REGISTRY[name].probe()
+        marks = [pytest.mark.skip(reason=f"backend {name}: {reason}")] if reason else []
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.fixture(params=_backend_params())
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def numba_stencil():
+    numba = pytest.importorskip("numba", reason="numba is not installed (pip install .[test])")
+    return numba.stencil
+
+
+@pytest.fixture(autouse=True)
+def _config_restore():
+    before = sk.config.current()
+    yield
+    sk.config._current = before  # tests may call sk.configure()
