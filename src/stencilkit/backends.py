@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .config import current
 from .errors import BackendError
@@ -28,7 +28,7 @@ def _always() -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe_c() -> str | None:
     from .build.toolchain import find_compiler
 

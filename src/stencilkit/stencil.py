@@ -111,8 +111,8 @@ class PointStencil:
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray) or isinstance(a, _SCALAR_TYPES):
                 out.append(a)
-            elif hasattr(a, "__array_interface__") or hasattr(a, "__array__") \
-                    or hasattr(a, "__dlpack__"):
+            elif isinstance(a, (list, tuple)) or hasattr(a, "__array_interface__") \
+                    or hasattr(a, "__array__") or hasattr(a, "__dlpack__"):
                 out.append(np.asarray(a))
             else:
                 raise ArgumentError(f"argument {i + 1} is a {type(a).__name__}, not an array or "
@@ -139,7 +139,8 @@ class PointStencil:
         if len(args) != len(kernel.params):
             raise ArgumentError(f"the kernel takes {len(kernel.params)} argument(s) "
                                 f"({', '.join(kernel.params)}), {len(args)} given",
-                                stencil=self.__name__, loc=kernel.loc)
+                                stencil=self.__name__, loc=kernel.loc,
+                                hint=f"call it with {len(kernel.params)} arguments")
         types = []
         for p, a in zip(kernel.params, args):
             if isinstance(a, np.ndarray):

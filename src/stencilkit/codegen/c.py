@@ -243,8 +243,9 @@ def kernel_ir_text(kernel: k.KernelFunction) -> str:
         star = "*" if p.pointer else ""
         lines.append(f"  param {p.name}: {p.dtype}{star}  [{props}]")
     for b in kernel.buffers:
-        lines.append(f"  buffer {b.name}: {b.element_type}, shape ({', '.join(printer.expr(x) for x in b.shape)}), "
-                     f"strides ({', '.join(printer.expr(x) for x in b.strides)})")
+        shape = ", ".join(printer.expr(x) for x in b.shape)
+        strides = ", ".join(printer.expr(x) for x in b.strides)
+        lines.append(f"  buffer {b.name}: {b.element_type}, shape ({shape}), strides ({strides})")
     lines += printer.stmts(kernel.body, "  ")
     return "\n".join(lines)
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import dtypes
 from ..errors import BackendError
 from ..ir import definition as d

@@ -52,6 +52,8 @@ class PointCall:
         except (ValueError, BufferError, TypeError) as exc:
             raise ArgumentError(str(exc), stencil=self.name, loc=self.loc,
                                 hint="check the arrays' shapes, dtypes and strides") from None
+        except IndexError as exc:  # the NumPy backend's index checks
+            status = 1 if "relative" in str(exc) else 2
         if status:
             what = ("a run-time relative index left the declared neighborhood" if status == 1
                     else "an absolute (standard_indexing) index was out of range")

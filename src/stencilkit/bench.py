@@ -1,0 +1,283 @@
+"""The benchmark suite behind ``stencilkit bench``.
+
+One process, every figure a median of repeated calls after warm-up, the implementations of a
+case interleaved (round-robin), and the machine's STREAM copy/triad bandwidth measured in the
+same run by a C kernel built with the same toolchain. Never used for assertions in tests.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+_STREAM_C = r"""
+#include <stdint.h>
+void copy(double *restrict c, const double *restrict a, int64_t n) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) c[i] = a[i];
+}
+void triad(double *restrict a, const double *restrict b, const double *restrict c,
+           double s, int64_t n) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+}
+"""
+
+
+def _median_times(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2,
+                  ) -> dict[str, float]:
+    """Median seconds per call of each function, calls interleaved round-robin."""
+    for f in fns.values():
+        for _ in range(warmup):
+            f()
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for name, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            samples[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def stream(n: int, repeats: int) -> dict[str, float]:
+    """STREAM copy and triad bandwidth in GB/s (copy counts 16 bytes/element, triad 24)."""
+    from .build.toolchain import toolchain
+
+    tc = toolchain()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "stream.c"
+        src.write_text(_STREAM_C)
+        lib = Path(tmp) / "stream.so"
+        subprocess.run([tc.cc, *tc.flags, str(src), "-o", str(lib)], check=True)
+        dll = ctypes.CDLL(str(lib))
+    a, b, c = np.ones(n), np.ones(n), np.empty(n)
+    pa, pb, pc = (x.ctypes.data_as(ctypes.c_void_p) for x in (a, b, c))
+    dll.copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    dll.triad.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double, ctypes.c_int64]
+    t = _median_times({"copy": lambda: dll.copy(pc, pa, n),
+                       "triad": lambda: dll.triad(pa, pb, pc, 3.0, n)}, repeats)
+    return {"copy": 16 * n / t["copy"] / 1e9, "triad": 24 * n / t["triad"] / 1e9}
+
+
+def _numba():
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba
+
+
+def _jitted_stencil(nb, st, a, out) -> Callable[[], object]:
+    """numba.stencil called from Python recompiles on every call; its users call it from
+    njit code (parallel=True turns it into parallel loops), so that is what we time."""
+
+    @nb.njit(parallel=True)
+    def run(a, out):
+        st(a, out=out)
+
+    return lambda: run(a, out)
+
+
+def case_jacobi2d(n: int, repeats: int) -> dict:
+    import stencilkit as sk
+
+    def jacobi(a):
+        return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+    a = np.random.default_rng(0).random((n, n))
+    out = np.zeros_like(a)
+    c = sk.stencil(jacobi, backend="c")
+    npb = sk.stencil(jacobi, backend="numpy")
+
+    def hand():
+        out[1:-1, 1:-1] = 0.25 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
+
+    fns = {"stencilkit-c": lambda: c(a, out=out), "stencilkit-numpy": lambda: npb(a, out=out),
+           "numpy-slicing": hand}
+    nb = _numba()
+    if nb is not None:
+        nbs = nb.stencil(jacobi)
+
+        @nb.njit(parallel=True)
+        def loop(a, out):
+            for i in nb.prange(1, a.shape[0] - 1):
+                for j in range(1, a.shape[1] - 1):
+                    out[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+
+        fns["numba.stencil"] = _jitted_stencil(nb, nbs, a, out)
+        fns["numba-njit-parallel"] = lambda: loop(a, out)
+    t = _median_times(fns, repeats)
+    return {"name": "jacobi2d", "size": f"{n}^2 float64", "bytes": 16 * (n - 2) ** 2,
+            "seconds": t}
+
+
+def case_lap3d(n: int, repeats: int) -> dict:
+    import stencilkit as sk
+
+    def lap(a):
+        return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1]
+                - 6.0 * a[0, 0, 0])
+
+    a = np.random.default_rng(0).random((n, n, n))
+    out = np.zeros_like(a)
+    c = sk.stencil(lap, backend="c")
+    npb = sk.stencil(lap, backend="numpy")
+
+    def hand():
+        out[1:-1, 1:-1, 1:-1] = (a[:-2, 1:-1, 1:-1] + a[2:, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1]
+                                 + a[1:-1, 2:, 1:-1] + a[1:-1, 1:-1, :-2] + a[1:-1, 1:-1, 2:]
+                                 - 6.0 * a[1:-1, 1:-1, 1:-1])
+
+    fns = {"stencilkit-c": lambda: c(a, out=out), "stencilkit-numpy": lambda: npb(a, out=out),
+           "numpy-slicing": hand}
+    nb = _numba()
+    if nb is not None:
+        nbs = nb.stencil(lap)
+
+        @nb.njit(parallel=True)
+        def loop(a, out):
+            for i in nb.prange(1, a.shape[0] - 1):
+                for j in range(1, a.shape[1] - 1):
+                    for k in range(1, a.shape[2] - 1):
+                        out[i, j, k] = (a[i - 1, j, k] + a[i + 1, j, k] + a[i, j - 1, k]
+                                        + a[i, j + 1, k] + a[i, j, k - 1] + a[i, j, k + 1]
+                                        - 6.0 * a[i, j, k])
+
+        fns["numba.stencil"] = _jitted_stencil(nb, nbs, a, out)
+        fns["numba-njit-parallel"] = lambda: loop(a, out)
+    t = _median_times(fns, repeats)
+    return {"name": f"lap3d-{n}", "size": f"{n}^3 float64", "bytes": 16 * (n - 2) ** 3,
+            "seconds": t}
+
+
+def case_overhead(repeats: int) -> dict:
+    import stencilkit as sk
+
+    def lap(a):
+        return a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] - 4.0 * a[0, 0, 0]
+
+    a = np.random.default_rng(0).random((16, 16, 16))
+    out = np.zeros_like(a)
+    c = sk.stencil(lap, backend="c")
+    c(a, out=out)
+    fns: dict[str, Callable[[], object]] = {"stencilkit-c": lambda: c(a, out=out)}
+    nb = _numba()
+    if nb is not None:
+        fns["numba.stencil"] = _jitted_stencil(nb, nb.stencil(lap), a, out)
+    # each sample is a batch of calls lasting about 10 ms; report seconds per call
+    counts = {}
+    for k, f in fns.items():
+        t0 = time.perf_counter()
+        f()
+        counts[k] = max(1, min(2000, int(0.01 / max(time.perf_counter() - t0, 1e-7))))
+    batch = {k: (lambda f=f, n=counts[k]: [f() for _ in range(n)]) for k, f in fns.items()}
+    t = _median_times(batch, repeats)
+    return {"name": "overhead", "size": "16^3 float64", "bytes": 0,
+            "seconds": {k: v / counts[k] for k, v in t.items()}}
+
+
+_COMPILE_SCRIPT = textwrap.dedent("""
+    import time
+    t0 = time.perf_counter()
+    import numpy as np
+    import stencilkit as sk
+    t1 = time.perf_counter()
+    from stencilkit_bench_kernel import k
+    a = np.ones((64, 64))
+    st = sk.stencil(k, backend="c")
+    st(a)
+    t2 = time.perf_counter()
+    print(t1 - t0, t2 - t1)
+""")
+_COMPILE_KERNEL = "def k(a):\n    return 0.5 * (a[-1, 0] + a[1, 0]) - a[0, 1]\n"
+
+
+def case_compile() -> dict:
+    """Cold (empty cache) and warm (new process, disk cache) time to first result."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "stencilkit_bench_kernel.py").write_text(_COMPILE_KERNEL)
+        Path(tmp, "run.py").write_text(_COMPILE_SCRIPT)
+        env = dict(os.environ, STENCILKIT_CACHE_DIR=str(Path(tmp) / "cache"),
+                   PYTHONPATH=tmp + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        times = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, str(Path(tmp, "run.py"))], env=env,
+                                 capture_output=True, text=True, check=True)
+            times.append(float(out.stdout.split()[1]))
+    return {"name": "compile", "size": "single-stage 2-D stencil", "bytes": 0,
+            "seconds": {"cold-first-result": times[0], "warm-first-result": times[1]}}
+
+
+def _table(results: list[dict], bw: dict[str, float]) -> str:
+    lines = [f"STREAM: copy {bw['copy']:.1f} GB/s, triad {bw['triad']:.1f} GB/s", ""]
+    header = f"{'case':<14} {'implementation':<22} {'median':>12} {'GB/s':>8} {'/STREAM':>8} " \
+             f"{'vs ours':>8}"
+    lines += [header, "-" * len(header)]
+    for r in results:
+        ours = r["seconds"].get("stencilkit-c")
+        for impl, t in r["seconds"].items():
+            gbs = r["bytes"] / t / 1e9 if r["bytes"] else None
+            rate = f"{gbs:8.1f}" if gbs else " " * 8
+            frac = f"{gbs / bw['copy']:8.2f}" if gbs else " " * 8
+            ratio = f"{t / ours:8.2f}" if ours and r["bytes"] else " " * 8
+            shown = f"{t * 1e6:9.2f} us" if t < 1e-3 else f"{t * 1e3:9.2f} ms"
+            lines.append(f"{r['name']:<14} {impl:<22} {shown:>12} {rate} {frac} {ratio}")
+    return "\n".join(lines)
+
+
+def _plot(results: list[dict], bw: dict[str, float], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results if r["bytes"]]
+    fig, axes = plt.subplots(1, len(rows), figsize=(4.5 * len(rows), 4), squeeze=False)
+    for ax, r in zip(axes[0], rows):
+        names = list(r["seconds"])
+        gbs = [r["bytes"] / r["seconds"][n] / 1e9 for n in names]
+        ax.barh(names, gbs, color="tab:blue")
+        ax.axvline(bw["copy"], color="tab:red", ls="--", label="STREAM copy")
+        ax.set_title(f"{r['name']} ({r['size']})")
+        ax.set_xlabel("GB/s (one read + one write per point)")
+        ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def run(quick: bool = False, json_path: str | None = None, plot_path: str | None = None,
+        only: list[str] | None = None) -> int:
+    repeats = 5 if quick else 10
+    sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
+             "stream": 1 << 21 if quick else 1 << 25}
+    want = set(only or ["jacobi2d", "lap3d", "overhead", "compile"])
+    bw = stream(sizes["stream"], repeats)
+    results = []
+    if "jacobi2d" in want:
+        results.append(case_jacobi2d(sizes["jacobi2d"], repeats))
+    if "lap3d" in want:
+        results += [case_lap3d(n, repeats) for n in sizes["lap3d"]]
+    if "overhead" in want:
+        results.append(case_overhead(repeats))
+    if "compile" in want:
+        results.append(case_compile())
+    print(_table(results, bw))
+    meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
+            "numpy": np.__version__, "quick": quick, "stream_gbs": bw, "cases": results}
+    if json_path:
+        Path(json_path).write_text(json.dumps(meta, indent=2))
+    if plot_path:
+        _plot(results, bw, plot_path)
+    return 0
