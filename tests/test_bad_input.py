@@ -133,3 +133,19 @@ def test_unknown_keyword_at_call():
 def test_unknown_backend():
     with pytest.raises(sk.BackendError, match="unknown backend"):
         sk.stencil(K.blur, backend="fortran")(A)
+
+
+def test_out_aliasing_an_input_sees_the_old_input(backend):
+    st = sk.stencil(K.blur, backend=backend)
+    expected = A.copy()
+    expected[1:-1, 1:-1] = st(A)[1:-1, 1:-1]
+    inplace = A.copy()
+    st(inplace, out=inplace)
+    np.testing.assert_array_equal(inplace, expected)
+    # a shifted view of the same buffer as out
+    base = np.random.default_rng(3).random((10, 10))
+    view_in, view_out = base[:-1], base[1:]
+    expected = view_out.copy()
+    expected[1:-1, 1:-1] = st(view_in.copy())[1:-1, 1:-1]
+    st(view_in, out=view_out)
+    np.testing.assert_array_equal(view_out, expected)

@@ -26,16 +26,15 @@ from .frontend.source import SourceFunction
 from .ir import definition as d
 from .passes import pipeline
 from .passes.lower_point import Layout, PointLowering
-from .runtime.launch import PointCall, check_shapes
+from .runtime.launch import NumpyPointCall, PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
 
 def _array_key(a: np.ndarray) -> tuple:
-    nd = a.ndim
-    unit = nd == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize
-    return (a.dtype, nd, unit)
+    """Must equal the key ``PointStencil.__call__`` computes inline."""
+    return (a.dtype, a.ndim, a.strides[-1] == a.itemsize)
 
 
 class PointStencil:
@@ -95,14 +94,35 @@ class PointStencil:
             raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
                                 stencil=self.__name__, hint="only out= may be passed by name")
         try:
-            key = tuple(_array_key(a) if type(a) is np.ndarray else type(a) for a in args)
-            okey = None if out is None else _array_key(out)
-        except AttributeError:
-            raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__) from None
+            # The signature: (dtype, ndim, unit last stride) per array, the type of a scalar.
+            key = tuple([(a.dtype, a.ndim, a.strides[-1] == a.itemsize)
+                         if type(a) is np.ndarray else type(a) for a in args])
+            call = self._specs.get(
+                (key, None if out is None else (out.dtype, out.ndim,
+                                                out.strides[-1] == out.itemsize)))
+        except (AttributeError, IndexError):  # out is no array, or a 0-d array
+            call = None
+        if call is None:
+            return self._first_call(args, out)
+        return call(args, out)
+
+    def _first_call(self, args: tuple[object, ...], out: object):
+        if out is not None and not isinstance(out, np.ndarray):
+            raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__,
+                                hint="pass out= as a NumPy array")
+        args = self._normalize(args)
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray) and a.ndim == 0:
+                raise ArgumentError(f"argument {i + 1} is a 0-dimensional array",
+                                    stencil=self.__name__,
+                                    hint="pass a number for a scalar, or an array with dimensions")
+        if out is not None and out.ndim == 0:
+            raise ArgumentError("'out' is a 0-dimensional array", stencil=self.__name__,
+                                hint="pass out= with the shape of the first argument")
+        key = tuple(_array_key(a) if type(a) is np.ndarray else type(a) for a in args)
+        okey = None if out is None else _array_key(out)
         call = self._specs.get((key, okey))
         if call is None:
-            if any(type(a) is not np.ndarray and not isinstance(a, _SCALAR_TYPES) for a in args):
-                return self(*self._normalize(args), out=out)
             call = self._specialize(args, out, key, okey)
         return call(args, out)
 
@@ -121,8 +141,6 @@ class PointStencil:
         return tuple(out)
 
     def _specialize(self, args, out, key, okey) -> PointCall:
-        if out is not None and not isinstance(out, np.ndarray):
-            raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__)
         if out is not None and out.dtype not in dtypes.SUPPORTED:
             raise ArgumentError(f"'out' has unsupported dtype {out.dtype}", stencil=self.__name__)
         call = self._build(args, okey, None, out is not None)
@@ -148,10 +166,6 @@ class PointStencil:
                     raise ArgumentError(f"argument '{p}' has unsupported dtype {a.dtype}",
                                         stencil=self.__name__, loc=kernel.loc,
                                         hint="use bool, (u)int8-64, float32/64 or complex64/128")
-                if a.ndim == 0:
-                    raise ArgumentError(f"argument '{p}' is a 0-dimensional array",
-                                        stencil=self.__name__, loc=kernel.loc,
-                                        hint="pass a scalar or an array with dimensions")
                 types.append(ArgType(a.dtype, a.ndim))
             else:
                 types.append(ArgType(dtypes.of_python_value(a)))
@@ -181,18 +195,17 @@ class PointStencil:
         chosen = backends.resolve(backend or self.backend, name)
         if chosen == "numpy":
             source, entry = _build_numpy(typed)
-            checks = False
+            kind = NumpyPointCall
         else:
             layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
                                   for a in args),
                             okey[2] if okey is not None else True)
             source, entry = _build_c(typed, layout, src, out_dtype, types)
-            checks = True
+            kind = PointCall
         pipeline.dump("code", f"{name} [{chosen}]", source)
         self._last = (chosen, typed, source)
-        return PointCall(entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
-                         checks_shapes=checks, array_positions=arrays,
-                         relative_positions=relative, source=source)
+        return kind(entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
+                    array_positions=arrays, relative_positions=relative, source=source)
 
     def _converted_cval(self, rt: np.dtype, out_dtype: np.dtype, kernel: d.PointKernel):
         cval = 0 if self.cval is None else self.cval

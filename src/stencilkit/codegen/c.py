@@ -219,7 +219,8 @@ def header_comment(kernel: k.KernelFunction) -> str:
         lines.append(f" *   {p.name:<16} {role}")
     lines += [" * Strides of the last dimension that are not parameters are 1.",
               " * Returns 0, or 1 when a run-time relative index left the neighbourhood,",
-              " * 2 when an absolute index was out of range (the element read as 0). */"]
+              " * 2 when an absolute index was out of range (the element read as 0).",
+              " * (The Python entry point returns 3, without running, when out overlaps an input.) */"]
     return "\n".join(lines)
 
 
@@ -279,6 +280,15 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
              "    for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]);",
              "    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, msg);",
              "    return NULL;", "}", "",
+             "static void sk_extent(const Py_buffer *v, char **lo, char **hi) {",
+             "    char *a = (char *)v->buf, *b = (char *)v->buf;",
+             "    for (int d = 0; d < v->ndim; ++d) {",
+             "        if (v->shape[d] == 0) { *lo = *hi = a; return; }",
+             "        Py_ssize_t span = (v->shape[d] - 1) * v->strides[d];",
+             "        if (span < 0) a += span; else b += span;",
+             "    }",
+             "    *lo = a; *hi = b + v->itemsize;",
+             "}", "",
              "static PyObject *sk_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {",
              f"    Py_buffer views[{max(1, n)}];", "    int nviews = 0;",
              f"    if (nargs != {n}) {{ PyErr_SetString(PyExc_TypeError, "
@@ -318,6 +328,17 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
             lines.append(f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->shape[d] != "
                          f"{fview}->shape[d]) return sk_fail(views, nviews, \"{stencil}: "
                          f"'out' must have the shape of the first argument\");")
+    # An input whose memory range meets the output's: status 3, the caller copies and retries.
+    arrays = [i for i, a in enumerate(args) if a.ndim > 0]
+    out_i = next(i for i, a in enumerate(args) if a.role == "out")
+    lines.append(f"    char *sk_lo[{len(args)}], *sk_hi[{len(args)}];")
+    for i in arrays:
+        lines.append(f"    sk_extent(v{i}, &sk_lo[{i}], &sk_hi[{i}]);")
+    for i in arrays:
+        if i != out_i:
+            lines.append(f"    if (sk_lo[{i}] < sk_hi[{out_i}] && sk_lo[{out_i}] < sk_hi[{i}]) {{ "
+                         "for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]); "
+                         "return PyLong_FromLong(3); }")
     by_buffer = {a.name: i for i, a in enumerate(args)}
     call_args = []
     for p in kernel.params:

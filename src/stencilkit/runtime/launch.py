@@ -1,8 +1,10 @@
 """Compiled point-kernel calls: the per-signature objects on the hot call path.
 
-A call is: allocate or check ``out``, then one foreign call (C) or one function call
-(NumPy). Everything that can be decided once per signature (output dtype, the converted
-``cval``, the compiled entry point) is decided when the object is built.
+A call is: allocate ``out`` (or take the caller's), then one foreign call (C) or one function
+call (NumPy). Everything that can be decided once per signature — output dtype, the converted
+``cval``, the entry point — is decided when the object is built. The C entry point re-checks
+shapes, strides, writability and overlap itself, so the Python side of a C call does nothing
+else; the rare outcomes (an error, an overlapping ``out``) take a slow path.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import numpy as np
 
 from ..errors import ArgumentError, Location
 
+STATUS_NEIGHBORHOOD = 1
+STATUS_INDEX = 2
+STATUS_OVERLAP = 3
+
 
 class PointCall:
-    """Runs one specialization of a point kernel."""
+    """Runs one specialization of a point kernel through a C entry point."""
 
-    __slots__ = ("entry", "out_dtype", "cval", "has_cval", "name", "loc", "checks_shapes",
-                 "array_positions", "relative_positions", "source")
+    __slots__ = ("entry", "out_dtype", "cval", "has_cval", "name", "loc", "array_positions",
+                 "relative_positions", "source")
 
     def __init__(self, entry: Callable[..., int], out_dtype: np.dtype, cval: object,
-                 has_cval: bool, name: str, loc: Location | None, *, checks_shapes: bool,
+                 has_cval: bool, name: str, loc: Location | None, *,
                  array_positions: tuple[int, ...], relative_positions: tuple[int, ...],
                  source: str) -> None:
         self.entry = entry
@@ -30,10 +36,50 @@ class PointCall:
         self.has_cval = has_cval
         self.name = name
         self.loc = loc
-        self.checks_shapes = checks_shapes  # the C entry re-checks shapes itself
         self.array_positions = array_positions
         self.relative_positions = relative_positions
         self.source = source
+
+    def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
+        try:
+            if out is None:
+                out = np.empty(args[0].shape, self.out_dtype)
+                status = self.entry(*args, out, True, self.cval)
+            else:
+                status = self.entry(*args, out, self.has_cval, self.cval)
+        except (ValueError, BufferError, TypeError) as exc:
+            raise self._argument_error(args, out, exc) from None
+        if status:
+            return self._after(status, args, out)
+        return out
+
+    def _after(self, status: int, args: tuple, out: np.ndarray) -> np.ndarray:
+        if status == STATUS_OVERLAP:
+            copied = unaliased(args, out, self.array_positions)
+            if copied is args:  # the extents met although NumPy sees no sharing: copy all
+                copied = tuple(a.copy() if i in self.array_positions else a
+                               for i, a in enumerate(args))
+            status = self.entry(*copied, out, self.has_cval, self.cval)
+            if not status:
+                return out
+        raise status_error(status, self.name, self.loc)
+
+    def _argument_error(self, args: tuple, out: np.ndarray | None, exc: Exception) -> Exception:
+        if out is not None and not out.flags.writeable:
+            return ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
+                                 hint="pass a writable array as out=")
+        try:
+            check_shapes(args, out, self.relative_positions, self.name, self.loc)
+        except ArgumentError as detailed:
+            return detailed
+        return ArgumentError(str(exc), stencil=self.name, loc=self.loc,
+                             hint="check the arrays' shapes, dtypes and strides")
+
+
+class NumpyPointCall(PointCall):
+    """Runs one specialization through generated NumPy code (checks done in Python)."""
+
+    __slots__ = ()
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
         if out is None:
@@ -44,31 +90,32 @@ class PointCall:
                 raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
                                     hint="pass a writable array as out=")
             fill = self.has_cval
-            args = self._unalias(args, out)
-        if not self.checks_shapes:
-            check_shapes(args, out, self.relative_positions, self.name, self.loc)
+            args = unaliased(args, out, self.array_positions)
+        check_shapes(args, out, self.relative_positions, self.name, self.loc)
         try:
-            status = self.entry(*args, out, fill, self.cval)
-        except (ValueError, BufferError, TypeError) as exc:
-            raise ArgumentError(str(exc), stencil=self.name, loc=self.loc,
-                                hint="check the arrays' shapes, dtypes and strides") from None
-        except IndexError as exc:  # the NumPy backend's index checks
-            status = 1 if "relative" in str(exc) else 2
-        if status:
-            what = ("a run-time relative index left the declared neighborhood" if status == 1
-                    else "an absolute (standard_indexing) index was out of range")
-            raise ArgumentError(what, stencil=self.name, loc=self.loc,
-                                hint="widen neighborhood= or fix the indices; the result "
-                                     "is incomplete")
+            self.entry(*args, out, fill, self.cval)
+        except IndexError as exc:
+            status = STATUS_NEIGHBORHOOD if "relative" in str(exc) else STATUS_INDEX
+            raise status_error(status, self.name, self.loc) from None
         return out
 
-    def _unalias(self, args: tuple, out: np.ndarray) -> tuple:
-        """Inputs that share memory with ``out`` are copied: every element then sees the
-        input as it was before the call (Numba's sequential order is not defined in parallel)."""
-        if not any(np.may_share_memory(args[i], out) for i in self.array_positions):
-            return args
-        return tuple(a.copy() if i in self.array_positions and np.may_share_memory(a, out)
-                     else a for i, a in enumerate(args))
+
+def status_error(status: int, name: str, loc: Location | None) -> ArgumentError:
+    what = ("a run-time relative index left the declared neighborhood"
+            if status == STATUS_NEIGHBORHOOD
+            else "an absolute (standard_indexing) index was out of range")
+    return ArgumentError(what, stencil=name, loc=loc,
+                         hint="widen neighborhood= or fix the indices; out is incomplete")
+
+
+def unaliased(args: tuple, out: np.ndarray, positions: tuple[int, ...]) -> tuple:
+    """``args`` with every input that shares memory with ``out`` copied: each element then
+    sees the inputs as they were before the call (Numba's sequential order has no parallel
+    meaning)."""
+    if not any(np.may_share_memory(args[i], out) for i in positions):
+        return args
+    return tuple(a.copy() if i in positions and np.may_share_memory(a, out) else a
+                 for i, a in enumerate(args))
 
 
 def check_shapes(args: tuple, out: np.ndarray | None, relative: tuple[int, ...], name: str,
