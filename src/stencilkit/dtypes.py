@@ -169,3 +169,38 @@ _C_NAMES = {
     FLOAT32: "float", FLOAT64: "double", COMPLEX64: "float _Complex",
     COMPLEX128: "double _Complex",
 }
+
+
+# NumPy's rules (computations, API.md section 2): NEP 50, Python literals are "weak".
+
+_DEFAULT = {"b": BOOL, "i": INT64, "u": INT64, "f": FLOAT64, "c": COMPLEX128}
+
+
+def numpy_promote(a: DType, b: DType, a_weak: bool, b_weak: bool) -> DType:
+    """``np.result_type`` of two operands, where a weak operand is a Python literal."""
+    if a_weak and b_weak:
+        return np.promote_types(_DEFAULT[a.kind], _DEFAULT[b.kind])
+    if a_weak or b_weak:
+        weak, strong = (a, b) if a_weak else (b, a)
+        order = "biufc"
+        if order.index(weak.kind) <= order.index(strong.kind) or (
+                weak.kind in "iu" and strong.kind in "iu"):
+            return strong if strong.kind != "b" or weak.kind == "b" else _DEFAULT[weak.kind]
+        if weak.kind == "c" and strong.kind == "f":
+            return np.dtype(f"c{2 * strong.itemsize}")
+        return _DEFAULT[weak.kind]
+    return np.promote_types(a, b)
+
+
+def numpy_arithmetic(op: str, a: DType, b: DType, a_weak: bool, b_weak: bool) -> DType:
+    """Result type of a binary operator under NumPy's rules."""
+    t = numpy_promote(a, b, a_weak, b_weak)
+    if op == "/" and is_intlike(t):
+        return FLOAT64
+    if op in ("<<", ">>", "&", "|", "^") and not is_intlike(t):
+        raise StencilTypeError(f"operator {op} needs integer operands, got {a} and {b}")
+    if op in ("//", "%") and is_complex(t):
+        raise StencilTypeError(f"operator {op} is not defined for complex numbers")
+    if op in ("+", "-", "*", "**", "//", "%") and is_bool(t):
+        return INT64 if op in ("//", "%", "**") else t
+    return t

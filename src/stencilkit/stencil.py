@@ -21,6 +21,7 @@ from .codegen import c as c_codegen
 from .codegen import numpy as np_codegen
 from .config import current
 from .errors import ArgumentError, StencilError, StencilSyntaxError, StencilTypeError
+from .frontend.computation import is_computation
 from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
 from .ir import definition as d
@@ -29,6 +30,7 @@ from .passes.lower_point import Layout, PointLowering
 from .runtime.launch import NumpyPointCall, PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
+_COMPUTATION_OPTIONS = {"backend", "externals"}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
 
@@ -283,15 +285,27 @@ def stencil(func_or_mode: object = "constant", **options: object):
     if mode != "constant":
         raise StencilError(f"unsupported mode style {mode!r}",
                            hint="only func_or_mode='constant' is supported (as in Numba)")
-    unknown = sorted(set(options) - _POINT_OPTIONS)
+    unknown = sorted(set(options) - _POINT_OPTIONS - _COMPUTATION_OPTIONS)
     if unknown:
         raise StencilError(f"unknown stencil option(s) {unknown}",
-                           hint=f"use {sorted(_POINT_OPTIONS)}")
+                           hint=f"use {sorted(_POINT_OPTIONS | _COMPUTATION_OPTIONS)}")
     options.pop("func_or_mode", None)
 
-    def wrap(f: object) -> PointStencil:
+    def wrap(f: object):
         if not isinstance(f, FunctionType):
             raise StencilSyntaxError(f"@stencil needs a Python function, got {f!r}")
+        if is_computation(f):
+            from .multistage import ComputationStencil
+
+            wrong = sorted(set(options) - _COMPUTATION_OPTIONS)
+            if wrong:
+                raise StencilError(f"option(s) {wrong} do not apply to computations",
+                                   stencil=f.__name__, hint="use backend= and externals=")
+            comp = ComputationStencil(f, **options)  # type: ignore[arg-type]
+            functools.update_wrapper(comp, f, updated=())
+            return comp
+        if "externals" in options:
+            raise StencilError("externals= applies to computations only", stencil=f.__name__)
         st = PointStencil(f, **options)  # type: ignore[arg-type]
         functools.update_wrapper(st, f, updated=())
         return st

@@ -116,12 +116,37 @@ def truth(e: d.Expr) -> d.Expr:
     return d.Compare("!=", e, zero, dtype=dtypes.BOOL, loc=e.loc)
 
 
+class PendingType(Exception):
+    """A temporary is read before any assignment to it has been typed."""
+
+
+def is_weak(e: d.Expr) -> bool:
+    """A Python literal: under NumPy's rules it does not widen the other operand."""
+    return isinstance(e, d.Const) and e.dtype in (dtypes.INT64, dtypes.FLOAT64,
+                                                  dtypes.COMPLEX128, dtypes.BOOL)
+
+
 class Typer:
-    def __init__(self, name: str, scalars: dict[str, DType], arrays: dict[str, ArgType]) -> None:
+    """Types expressions under ``rules``: "numba" (point kernels) or "numpy" (computations).
+
+    ``fields`` names the writable fields of a computation: assignments to them are cast to
+    the field's dtype instead of unifying a variable's type.
+    """
+
+    def __init__(self, name: str, scalars: dict[str, DType], arrays: dict[str, ArgType],
+                 rules: str = "numba", fields: frozenset[str] = frozenset()) -> None:
         self.name = name
         self.scalars = scalars
         self.arrays = arrays
+        self.rules = rules
+        self.fields = fields
+        self.temporaries: frozenset[str] = frozenset()
         self.vars: dict[str, DType] = {}
+
+    def _promote(self, l: d.Expr, r: d.Expr) -> DType:
+        if self.rules == "numpy":
+            return dtypes.numpy_promote(l.dtype, r.dtype, is_weak(l), is_weak(r))
+        return dtypes.unify(l.dtype, r.dtype)
 
     def error(self, message: str, loc: Location | None, hint: str | None = None) -> StencilTypeError:
         return StencilTypeError(message, stencil=self.name, loc=loc, hint=hint)
@@ -149,6 +174,10 @@ class Typer:
                     raise self.error(f"array '{n}' is used without an index", e.loc,
                                      f"write {n}[0, ...] for the centre element")
                 raise self.error(f"local variable '{n}' is used before it is assigned", e.loc)
+            case d.Access(field=f, offset=off) if f in self.temporaries:
+                if f not in self.vars:
+                    raise PendingType(f)
+                return dataclasses.replace(e, dtype=self.vars[f])
             case d.Access(field=f, offset=off):
                 arr = self.arrays.get(f)
                 if arr is None:
@@ -169,28 +198,37 @@ class Typer:
                                            dtype=arr.dtype)
             case d.BinOp(op=op, left=l, right=r):
                 l, r = self.expr(l), self.expr(r)
-                rt = dtypes.arithmetic(op, l.dtype, r.dtype)
-                lt, rt_ = dtypes.operand_type(op, l.dtype, r.dtype, rt)
+                if self.rules == "numpy":
+                    rt = dtypes.numpy_arithmetic(op, l.dtype, r.dtype, is_weak(l), is_weak(r))
+                    lt = rt_ = rt
+                    if op == "**" and dtypes.is_intlike(r.dtype) and not dtypes.is_intlike(rt):
+                        rt_ = dtypes.INT64 if is_weak(r) else rt
+                else:
+                    rt = dtypes.arithmetic(op, l.dtype, r.dtype)
+                    lt, rt_ = dtypes.operand_type(op, l.dtype, r.dtype, rt)
                 return d.BinOp(op, cast(l, lt), cast(r, rt_), dtype=rt, loc=e.loc)
             case d.Compare(op=op, left=l, right=r):
                 l, r = self.expr(l), self.expr(r)
-                t = dtypes.comparison_operand(l.dtype, r.dtype)
+                t = (self._promote(l, r) if self.rules == "numpy"
+                     else dtypes.comparison_operand(l.dtype, r.dtype))
                 if dtypes.is_complex(t) and op not in ("==", "!="):
                     raise self.error(f"complex numbers cannot be compared with {op}", e.loc)
                 return d.Compare(op, cast(l, t), cast(r, t), dtype=dtypes.BOOL, loc=e.loc)
             case d.BoolOp(op=op, left=l, right=r):
                 l, r = self.expr(l), self.expr(r)
-                t = dtypes.unify(l.dtype, r.dtype)
+                t = self._promote(l, r)
                 return d.BoolOp(op, cast(l, t), cast(r, t), dtype=t, loc=e.loc)
             case d.UnaryOp(op=op, operand=x):
                 x = self.expr(x)
                 if op == "not":
                     return d.UnaryOp("not", truth(x), dtype=dtypes.BOOL, loc=e.loc)
-                t = dtypes.unary(op, x.dtype)
+                t = x.dtype if self.rules == "numpy" and op != "~" else dtypes.unary(op, x.dtype)
+                if self.rules == "numpy" and op == "~":
+                    t = x.dtype
                 return d.UnaryOp(op, cast(x, t), dtype=t, loc=e.loc)
             case d.IfExp(cond=c, body=b, orelse=o):
                 c, b, o = truth(self.expr(c)), self.expr(b), self.expr(o)
-                t = dtypes.unify(b.dtype, o.dtype)
+                t = self._promote(b, o)
                 return d.IfExp(c, cast(b, t), cast(o, t), dtype=t, loc=e.loc)
             case d.Call(func=f, args=args):
                 args = tuple(self.expr(a) for a in args)
@@ -222,6 +260,8 @@ class Typer:
         raise self.error("variable types do not settle", None)
 
     def _bind(self, name: str, t: DType, loc: Location | None) -> None:
+        if name in self.fields:
+            return
         if name in self.scalars or name in self.arrays:
             raise self.error(f"assignment to argument '{name}' is not allowed", loc,
                              "assign to a new local variable")
@@ -232,9 +272,15 @@ class Typer:
         for s in body:
             match s:
                 case d.Assign(target=t, value=v):
-                    self._bind(t, self.expr(v).dtype, s.loc)
+                    try:
+                        self._bind(t, self.expr(v).dtype, s.loc)
+                    except PendingType:  # reads a temporary not typed yet: next round
+                        pass
                 case d.If(cond=c, body=b, orelse=o):
-                    self.expr(c)
+                    try:
+                        self.expr(c)
+                    except PendingType:
+                        pass
                     self._infer(b)
                     self._infer(o)
                 case d.For(var=v, start=a, stop=b, step=c, body=b_):
@@ -246,14 +292,18 @@ class Typer:
                     self._infer(b_)
                 case d.While(cond=c, body=b_):
                     self._infer(b_)
-                    self.expr(c)
+                    try:
+                        self.expr(c)
+                    except PendingType:
+                        pass
 
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[d.Stmt, ...]:
         out: list[d.Stmt] = []
         for s in body:
             match s:
                 case d.Assign(target=t, value=v):
-                    out.append(d.Assign(t, cast(self.expr(v), self.vars[t]), loc=s.loc))
+                    target = self.arrays[t].dtype if t in self.fields else self.vars[t]
+                    out.append(d.Assign(t, cast(self.expr(v), target), loc=s.loc))
                 case d.If(cond=c, body=b, orelse=o):
                     out.append(d.If(truth(self.expr(c)), self.stmts(b), self.stmts(o), loc=s.loc))
                 case d.For(var=v, start=a, stop=b, step=c, body=b_):

@@ -168,3 +168,38 @@ def fill_border(out: np.ndarray, lo: tuple[int, ...], hi: tuple[int, ...], cval)
 def store(out: np.ndarray, lo: tuple[int, ...], hi: tuple[int, ...], value) -> None:
     region = tuple(slice(l_, n - h) for n, l_, h in zip(out.shape, lo, hi))
     np.copyto(out[region], value, casting="unsafe")
+
+
+# ---------------------------------------------------------------- computations
+
+
+def view(arr: np.ndarray, axes: str, origin: tuple[int, int, int],
+         region: tuple[int, int, int, int, int, int], off: tuple[int, int, int]) -> np.ndarray:
+    """The part of ``arr`` under ``region`` (relative to the compute domain) shifted by
+    ``off``, as a 3-D view (absent axes have length 1 and broadcast)."""
+    idx = []
+    for axis, (o, lo, hi, d) in zip("IJK", ((origin[0], region[0], region[1], off[0]),
+                                             (origin[1], region[2], region[3], off[1]),
+                                             (origin[2], region[4], region[5], off[2]))):
+        if axis in axes:
+            idx.append(slice(o + lo + d, o + hi + d))
+        else:
+            idx.append(None)
+    present = tuple(s for s in idx if s is not None)
+    v = arr[present]
+    return v[tuple(slice(None) if s is not None else None for s in idx)]
+
+
+def assign(target: np.ndarray, value, mask) -> None:
+    if mask is None:
+        np.copyto(target, value, casting="unsafe")
+    else:
+        np.copyto(target, value, casting="unsafe", where=mask)
+
+
+def bounds(start: int, start_from_end: bool, end: int, end_from_end: bool,
+           nk: int) -> tuple[int, int]:
+    k0 = nk + start if start_from_end else start
+    k1 = nk + end if end_from_end else end
+    k0, k1 = max(0, min(nk, k0)), max(0, min(nk, k1))
+    return k0, max(k0, k1)

@@ -1,0 +1,307 @@
+"""Frontend of computations: a gtscript-style definition to ``ComputationDef``.
+
+Recognised: parameters annotated ``Field[...]`` or with a scalar type; ``from __externals__
+import NAME``; ``with computation(P), interval(...)`` and the nested form; assignments to
+fields and temporaries, ``if``/``elif``/``else``, conditional expressions, ``while``; calls
+of ``@sk.function`` helpers, inlined by substitution (they may return tuples).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from types import FunctionType
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import StencilSyntaxError, StencilTypeError
+from ..gtscript import FieldType, GTFunction, Policy
+from ..ir import computation as c
+from ..ir import definition as d
+from .source import SourceFunction, parse_function
+from .translate import Translator, assigned_names
+
+
+def is_computation(func: object) -> bool:
+    """A definition whose body holds ``with computation(...)`` blocks and no ``return``."""
+    try:
+        src = parse_function(func)
+    except StencilSyntaxError:
+        return False
+    tree = src.tree
+    if not isinstance(tree, ast.FunctionDef):
+        return False
+    has_with = any(isinstance(s, ast.With) for s in tree.body)
+    has_return = any(isinstance(n, ast.Return) for n in ast.walk(tree))
+    return has_with and not has_return
+
+
+def _annotations(func: FunctionType, name: str) -> dict[str, object]:
+    try:
+        return inspect.get_annotations(func, eval_str=True)
+    except Exception as exc:  # a string annotation that does not evaluate
+        raise StencilSyntaxError(f"cannot evaluate the parameter annotations: {exc}",
+                                 stencil=name, hint="annotate with Field[...] or a scalar type"
+                                 ) from exc
+
+
+class _ComputationTranslator(Translator):
+    def __init__(self, src: SourceFunction, fields: dict[str, c.FieldDecl], scalars: set[str],
+                 temporaries: set[str], externals: dict[str, object]) -> None:
+        self.fields = fields
+        self.scalars = scalars
+        self.temporaries = temporaries
+        self.externals = externals
+        super().__init__(src, set(scalars) | temporaries | set(fields), self._subscript)
+
+    def _is_field(self, name: str) -> bool:
+        return name in self.fields or name in self.temporaries
+
+    def _subscript(self, name: str, index: tuple[d.Expr, ...], node: ast.Subscript) -> d.Expr:
+        if not self._is_field(name):
+            raise self.error(node, f"'{name}' is not a field and cannot be indexed",
+                             "index fields (parameters annotated Field[...]) or temporaries")
+        offsets = []
+        for e in index:
+            if not (isinstance(e, d.Const) and e.dtype is not None and e.dtype.kind in "iu"):
+                raise self.error(node, "field offsets must be integer constants",
+                                 "write f[di, dj, dk] with literal integers")
+            offsets.append(int(e.value))
+        return d.Access(name, self._normalize(name, tuple(offsets), node),
+                        loc=self.src.loc(node))
+
+    def _normalize(self, name: str, off: tuple[int, ...], node: ast.AST) -> tuple[d.Expr, ...]:
+        axes = self.fields[name].axes if name in self.fields else "IJK"
+        if len(off) == 3:
+            full = off
+        elif len(off) == len(axes):
+            lookup = dict(zip(axes, off))
+            full = tuple(lookup.get(a, 0) for a in "IJK")
+        else:
+            raise self.error(node, f"'{name}' needs 3 offsets (or one per axis of {axes}), "
+                                   f"got {len(off)}")
+        for a, o in zip("IJK", full):
+            if o and a not in axes:
+                raise self.error(node, f"field '{name}' has no {a} axis but is read with a "
+                                       f"{a} offset", "drop the offset along the missing axis")
+        return tuple(d.Const(o, dtype=dtypes.INT64) for o in full)
+
+    def name(self, name: str, node: ast.expr) -> d.Expr:
+        if self._is_field(name):
+            return d.Access(name, self._normalize(name, (0, 0, 0), node), loc=self.src.loc(node))
+        if name in self.externals:
+            return self.constant_value(self.externals[name], node)
+        return super().name(name, node)
+
+    def assign(self, target: ast.expr, value: ast.expr, s: ast.stmt) -> list[d.Stmt]:
+        loc = self.src.loc(s)
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Call):
+            func = self.resolve_global(value.func)
+            if isinstance(func, GTFunction):
+                results = self.inline(func, value)
+                if not isinstance(results, tuple) or len(results) != len(target.elts):
+                    raise self.error(s, "the helper returns a different number of values")
+                out: list[d.Stmt] = []
+                for t, v in zip(target.elts, results):
+                    if not isinstance(t, ast.Name):
+                        raise self.error(s, "unpack helper results into plain names")
+                    out.append(d.Assign(t.id, v, loc=loc))
+                return out
+        if isinstance(target, ast.Subscript):
+            raise self.error(s, "fields are written at offset (0, 0, 0) only",
+                             "assign to the plain name: f = ...")
+        return super().assign(target, value, s)
+
+    def stmt(self, s: ast.stmt) -> list[d.Stmt]:
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            loc = self.src.loc(s)
+            from .translate import _BINOPS
+
+            cur = self.name(s.target.id, s.target)
+            return [d.Assign(s.target.id, d.BinOp(_BINOPS[type(s.op)], cur, self.expr(s.value),
+                                                  loc=loc), loc=loc)]
+        if isinstance(s, ast.Return):
+            raise self.error(s, "a computation does not return; it writes fields",
+                             "assign the result to an output field")
+        return super().stmt(s)
+
+    def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
+        if isinstance(func, GTFunction):
+            result = self.inline(func, e)
+            if isinstance(result, tuple):
+                raise self.error(e, "a helper returning several values must be unpacked",
+                                 "write `a, b = helper(...)`")
+            return result
+        return super().unknown_call(e, func, args)
+
+    def inline(self, helper: GTFunction, call: ast.Call) -> d.Expr | tuple[d.Expr, ...]:
+        """The helper's return value with its parameters replaced by the call's arguments."""
+        hsrc = parse_function(helper.func)
+        tree = hsrc.tree
+        params = [a.arg for a in tree.args.args]
+        if len(params) != len(call.args):
+            raise self.error(call, f"helper '{hsrc.name}' takes {len(params)} arguments, "
+                                   f"{len(call.args)} given")
+        bound = {p: self.expr(a) for p, a in zip(params, call.args)}
+        return _inline_body(hsrc, bound, self)
+
+
+def _inline_body(hsrc: SourceFunction, bound: dict[str, d.Expr],
+                 caller: _ComputationTranslator) -> d.Expr | tuple[d.Expr, ...]:
+    env: dict[str, d.Expr] = dict(bound)
+
+    def subscript(name: str, index: tuple[d.Expr, ...], node: ast.Subscript) -> d.Expr:
+        base = env.get(name)
+        if not isinstance(base, d.Access):
+            raise inner.error(node, f"'{name}' is not bound to a field in this call")
+        off = [int(o.value) for o in base.offset]  # type: ignore[attr-defined]
+        extra = [int(e.value) for e in index]  # type: ignore[attr-defined]
+        if len(extra) != 3:
+            raise inner.error(node, "helpers index fields with three offsets")
+        return d.Access(base.field, tuple(d.Const(a + b, dtype=dtypes.INT64)
+                                          for a, b in zip(off, extra)), loc=hsrc.loc(node))
+
+    body = hsrc.tree.body
+    inner = Translator(hsrc, assigned_names(body) | set(bound), subscript,
+                       stencil=caller.stencil)
+    inner.unknown_call = caller.unknown_call  # type: ignore[method-assign]  # nested helpers
+
+    def substitute(e: d.Expr) -> d.Expr:
+        from ..ir.core import rewrite
+
+        def fn(n):
+            if isinstance(n, d.Name) and n.id in env:
+                return env[n.id]
+            return None
+
+        return rewrite(e, fn)
+
+    for s in body:
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            continue
+        if isinstance(s, ast.Return) and s.value is not None:
+            if isinstance(s.value, ast.Tuple):
+                return tuple(substitute(inner.expr(v)) for v in s.value.elts)
+            return substitute(inner.expr(s.value))
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            env[s.targets[0].id] = substitute(inner.expr(s.value))
+            continue
+        raise inner.error(s, "helpers may contain assignments to local names and one return",
+                          "move control flow into the computation")
+    raise inner.error(hsrc.tree, "the helper does not return a value")
+
+
+def _interval_bounds(tr: _ComputationTranslator, call: ast.Call) -> tuple[c.AxisBound, c.AxisBound]:
+    args = call.args
+    if len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value is Ellipsis:
+        return c.AxisBound(0, False), c.AxisBound(0, True)
+    if len(args) != 2:
+        raise tr.error(call, "interval() takes (start, end) or ...",
+                       "write interval(0, None), interval(1, -1), interval(...)")
+    bounds = []
+    for a, is_end in zip(args, (False, True)):
+        if isinstance(a, ast.Constant) and a.value is None:
+            bounds.append(c.AxisBound(0, True) if is_end else c.AxisBound(0, False))
+            continue
+        e = tr.expr(a)
+        if not (isinstance(e, d.Const) and e.dtype is not None and e.dtype.kind in "iu"):
+            raise tr.error(a, "interval bounds must be integer constants or None")
+        v = int(e.value)
+        bounds.append(c.AxisBound(v, True) if v < 0 else c.AxisBound(v, False))
+    return bounds[0], bounds[1]
+
+
+def _policy(tr: _ComputationTranslator, call: ast.expr) -> str:
+    if isinstance(call, ast.Call) and len(call.args) == 1 and tr.resolve_global(
+            call.func).__class__.__name__ == "function" and getattr(
+            tr.resolve_global(call.func), "__name__", "") == "computation":
+        p = tr.resolve_global(call.args[0])
+        if isinstance(p, Policy):
+            return p.value
+    raise tr.error(call, "expected computation(PARALLEL | FORWARD | BACKWARD)")
+
+
+def _is_call_of(tr: _ComputationTranslator, node: ast.expr, name: str) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = tr.resolve_global(node.func)
+    return getattr(f, "__name__", "") == name and getattr(f, "__module__", "").endswith("gtscript")
+
+
+def parse_computation(func: FunctionType, externals: dict[str, object] | None = None
+                      ) -> tuple[c.ComputationDef, SourceFunction]:
+    src = parse_function(func)
+    tree = src.tree
+    name = src.name
+    ann = _annotations(func, name)
+    fields: dict[str, c.FieldDecl] = {}
+    scalars: dict[str, np.dtype] = {}
+    params = tuple(a.arg for a in tree.args.args)
+    for p in params:
+        t = ann.get(p)
+        if isinstance(t, FieldType):
+            fields[p] = c.FieldDecl(p, "".join(a.value for a in t.axes), t.dtype)
+        elif t is None:
+            raise StencilSyntaxError(f"parameter '{p}' has no annotation", stencil=name,
+                                     loc=src.loc(tree), hint="annotate with Field[...] or a "
+                                                             "scalar type such as float")
+        else:
+            try:
+                scalars[p] = dtypes.as_dtype(t)
+            except StencilTypeError as exc:
+                raise StencilSyntaxError(f"parameter '{p}': {exc.bare_message}", stencil=name,
+                                         loc=src.loc(tree)) from None
+    ext = dict(externals or {})
+    body = list(tree.body)
+    blocks: list[c.VerticalBlock] = []
+    local_names = assigned_names(body) - set(params)
+    tr = _ComputationTranslator(src, fields, set(scalars), local_names, ext)
+    for s in body:
+        if isinstance(s, ast.ImportFrom) and s.module in ("__externals__", "__gtscript__"):
+            if s.module == "__externals__":
+                for alias in s.names:
+                    if alias.name not in ext:
+                        raise StencilSyntaxError(
+                            f"external '{alias.name}' is not defined", stencil=name,
+                            loc=src.loc(s), hint=f"pass externals={{'{alias.name}': ...}}")
+                    if alias.asname:
+                        ext[alias.asname] = ext[alias.name]
+            continue
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            continue
+        if not isinstance(s, ast.With):
+            raise StencilSyntaxError("statements of a computation must be inside "
+                                     "`with computation(...)` blocks", stencil=name,
+                                     loc=src.loc(s), hint="wrap them in with computation(...), "
+                                                          "interval(...):")
+        blocks.append(_vertical_block(tr, s))
+    temps = tuple(sorted(local_names))
+    definition = c.ComputationDef(name, params, tuple(fields.values()),
+                                  tuple(c.ScalarDecl(n, t) for n, t in scalars.items()),
+                                  tuple(blocks), tuple((t, dtypes.FLOAT64) for t in temps),
+                                  loc=src.loc(tree))
+    return definition, src
+
+
+def _vertical_block(tr: _ComputationTranslator, s: ast.With) -> c.VerticalBlock:
+    items = s.items
+    policy = _policy(tr, items[0].context_expr)
+    intervals: list[c.IntervalBlock] = []
+    if len(items) == 2:
+        if not _is_call_of(tr, items[1].context_expr, "interval"):
+            raise tr.error(s, "expected `with computation(P), interval(...)`")
+        start, end = _interval_bounds(tr, items[1].context_expr)  # type: ignore[arg-type]
+        intervals.append(c.IntervalBlock(start, end, tr.stmts(s.body), loc=tr.src.loc(s)))
+    elif len(items) == 1:
+        for inner in s.body:
+            if not (isinstance(inner, ast.With) and len(inner.items) == 1
+                    and _is_call_of(tr, inner.items[0].context_expr, "interval")):
+                raise tr.error(inner, "inside `with computation(P):` every statement must be a "
+                                      "`with interval(...)` block")
+            start, end = _interval_bounds(tr, inner.items[0].context_expr)  # type: ignore[arg-type]
+            intervals.append(c.IntervalBlock(start, end, tr.stmts(inner.body),
+                                             loc=tr.src.loc(inner)))
+    else:
+        raise tr.error(s, "expected `with computation(P), interval(...)`")
+    return c.VerticalBlock(policy, tuple(intervals), loc=tr.src.loc(s))

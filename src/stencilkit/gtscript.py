@@ -1,0 +1,106 @@
+"""The gtscript vocabulary: field types, axes, vertical policies, ``computation``/``interval``.
+
+These objects are only *read* by the frontend (as annotations and in ``with`` statements);
+calling a computation's definition as plain Python is not supported, as in GT4Py.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from dataclasses import dataclass
+from enum import Enum
+from types import FunctionType
+
+import numpy as np
+
+from . import dtypes
+
+
+class Axis(Enum):
+    I = "I"  # noqa: E741
+    J = "J"
+    K = "K"
+
+
+I, J, K = Axis.I, Axis.J, Axis.K
+IJ = (Axis.I, Axis.J)
+IJK = (Axis.I, Axis.J, Axis.K)
+
+
+class Policy(Enum):
+    PARALLEL = "PARALLEL"
+    FORWARD = "FORWARD"
+    BACKWARD = "BACKWARD"
+
+
+PARALLEL, FORWARD, BACKWARD = Policy.PARALLEL, Policy.FORWARD, Policy.BACKWARD
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """``Field[dtype]`` (I, J, K), ``Field[IJ, dtype]`` or ``Field[K, dtype]``."""
+
+    axes: tuple[Axis, ...]
+    dtype: np.dtype
+
+    def __repr__(self) -> str:
+        return f"Field[{''.join(a.value for a in self.axes)}, {self.dtype}]"
+
+
+class _FieldFactory:
+    def __getitem__(self, spec: object) -> FieldType:
+        if isinstance(spec, tuple) and len(spec) == 2:
+            axes, dtype = spec
+        else:
+            axes, dtype = IJK, spec
+        if isinstance(axes, Axis):
+            axes = (axes,)
+        if isinstance(axes, str):
+            axes = tuple(Axis(c) for c in axes)
+        return FieldType(tuple(axes), dtypes.as_dtype(dtype))
+
+
+Field = _FieldFactory()
+
+
+def computation(policy: Policy) -> None:
+    raise RuntimeError("computation() is only meaningful inside an @sk.stencil definition")
+
+
+def interval(*bounds: object) -> None:
+    raise RuntimeError("interval() is only meaningful inside an @sk.stencil definition")
+
+
+def horizontal(*regions: object) -> None:
+    raise RuntimeError("horizontal() is not supported by stencilkit")
+
+
+@dataclass(frozen=True)
+class GTFunction:
+    """A helper marked with ``@sk.function``; calls to it are inlined."""
+
+    func: FunctionType
+    externals: tuple[tuple[str, object], ...] = ()
+
+    def __call__(self, *args: object) -> object:
+        return self.func(*args)
+
+
+def function(func: FunctionType) -> GTFunction:
+    """``@sk.function``: a helper inlined into the computations that call it."""
+    return GTFunction(func)
+
+
+# gtscript's math names, so that definitions run unchanged after replacing the import.
+sqrt, exp, log, log10, sin, cos, tan = np.sqrt, np.exp, np.log, np.log10, np.sin, np.cos, np.tan
+arcsin, arccos, arctan = np.arcsin, np.arccos, np.arctan
+sinh, cosh, tanh = np.sinh, np.cosh, np.tanh
+arcsinh, arccosh, arctanh = np.arcsinh, np.arccosh, np.arctanh
+floor, ceil, trunc = np.floor, np.ceil, np.trunc
+isnan, isfinite, isinf = np.isnan, np.isfinite, np.isinf
+mod = np.mod
+abs = builtins.abs  # noqa: A001
+min = builtins.min  # noqa: A001
+max = builtins.max  # noqa: A001
+pi = math.pi

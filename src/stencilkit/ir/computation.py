@@ -1,0 +1,102 @@
+"""Definition IR of multi-stage computations (the GridTools execution model).
+
+Invariants:
+- Every field access is ``definition.Access`` with three constant integer offsets (I, J, K),
+  whatever the field's own dimensions (offsets along absent axes are 0).
+- A ``VerticalBlock`` is one ``with computation(policy)``; its intervals do not overlap.
+- Statements are ``definition`` statements; an ``Assign`` target is a field or a temporary,
+  always written at offset (0, 0, 0).
+- After analysis, ``Schedule`` holds multistages of stages with their extents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass, field
+
+import numpy as np
+
+from .core import Location, Node
+from .definition import Stmt, format_stmts
+
+Extent = tuple[int, int, int, int]  # (i_lo, i_hi, j_lo, j_hi) with lo <= 0 <= hi
+
+
+@dataclass(frozen=True, slots=True)
+class AxisBound(Node):
+    """A K level: ``offset`` levels above the start, or below the end when ``from_end``."""
+
+    offset: int
+    from_end: bool
+
+    def resolve(self, nk: int) -> int:
+        return nk + self.offset if self.from_end else self.offset
+
+    def __str__(self) -> str:
+        if self.from_end:
+            return "end" if self.offset == 0 else f"end{self.offset:+d}"
+        return "start" if self.offset == 0 else f"start{self.offset:+d}"
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalBlock(Node):
+    start: AxisBound
+    end: AxisBound
+    body: tuple[Stmt, ...]
+    _: KW_ONLY
+    loc: Location | None = field(default=None, compare=False)
+
+    def bounds(self, nk: int) -> tuple[int, int]:
+        return max(0, self.start.resolve(nk)), min(nk, self.end.resolve(nk))
+
+
+@dataclass(frozen=True, slots=True)
+class VerticalBlock(Node):
+    policy: str  # "PARALLEL" | "FORWARD" | "BACKWARD"
+    intervals: tuple[IntervalBlock, ...]
+    _: KW_ONLY
+    loc: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDecl:
+    name: str
+    axes: str  # "IJK", "IJ", "K", ...
+    dtype: np.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarDecl:
+    name: str
+    dtype: np.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class ComputationDef(Node):
+    name: str
+    params: tuple[str, ...]
+    fields: tuple[FieldDecl, ...]
+    scalars: tuple[ScalarDecl, ...]
+    blocks: tuple[VerticalBlock, ...]
+    temporaries: tuple[tuple[str, np.dtype], ...] = ()
+    _: KW_ONLY
+    loc: Location | None = field(default=None, compare=False)
+
+    def field(self, name: str) -> FieldDecl | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+def format_computation(c: ComputationDef) -> str:
+    types = dict(c.temporaries)
+    for f in c.fields:
+        types[f.name] = f.dtype
+    head = ", ".join([*(f"{f.name}: Field[{f.axes}, {f.dtype}]" for f in c.fields),
+                      *(f"{s.name}: {s.dtype}" for s in c.scalars)])
+    lines = [f"computation {c.name}({head}):"]
+    if c.temporaries:
+        lines.append("    temporaries: " + ", ".join(f"{n}: {t}" for n, t in c.temporaries))
+    for b in c.blocks:
+        lines.append(f"    with computation({b.policy}):")
+        for iv in b.intervals:
+            lines.append(f"        with interval({iv.start}, {iv.end}):")
+            lines += format_stmts(iv.body, "            ", {})
+    return "\n".join(lines)

@@ -1,0 +1,302 @@
+"""``@sk.stencil`` on a ``with computation(...)`` definition: the GridTools execution model.
+
+The definition is parsed, typed, checked against the access rules and scheduled when the
+stencil is defined (so an ``AccessRuleError`` surfaces at definition time); code is built per
+backend and argument layout on first call. A call resolves ``origin``/``domain``, checks the
+halo every field needs, allocates (and keeps) temporaries, and runs the generated code.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from types import FunctionType
+
+import numpy as np
+
+from . import backends, dtypes
+from .analysis import schedule as sch
+from .build import cache
+from .codegen import numpy_computation
+from .errors import ArgumentError, StencilError
+from .frontend.computation import parse_computation
+from .ir import computation as c
+from .passes.pipeline import dump
+
+Origin = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Origins of every field and temporary, the domain, and the temporaries' shapes."""
+
+    origins: dict[str, Origin]
+    domain: tuple[int, int, int]
+    temp_shapes: dict[str, tuple[int, int, int]]
+
+
+class ComputationStencil:
+    """A multi-stage computation over an I, J, K iteration space (API.md section 2)."""
+
+    def __init__(self, func: FunctionType, *, backend: str | None = None,
+                 externals: dict[str, object] | None = None) -> None:
+        self.func = func
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+        self.backend = backend
+        parsed, self.source = parse_computation(func, externals)
+        dump("ir", self.__name__, c.format_computation(parsed))
+        typed = sch.type_computation(parsed)
+        sch.check_access_rules(typed)
+        self.definition = typed
+        self.schedule = sch.build_schedule(typed)
+        dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
+        self._builds: dict[tuple, object] = {}
+        self._temps: dict[tuple, dict[str, np.ndarray]] = {}
+        self._field_names = tuple(f.name for f in typed.fields)
+
+    # ------------------------------------------------------------ introspection
+
+    @property
+    def ir(self) -> str:
+        return sch.format_schedule(self.definition, self.schedule)
+
+    @property
+    def extents(self) -> dict[str, c.Extent]:
+        return dict(self.schedule.extents)
+
+    def generate(self, backend: str | None = None) -> str:
+        chosen = backends.resolve(backend or self.backend, self.__name__)
+        return self._build(chosen, None)[0]
+
+    # ------------------------------------------------------------ calls
+
+    def __call__(self, *args: object, origin: object = None, domain: object = None,
+                 validate_args: bool = True, exec_info: dict | None = None,
+                 **kwargs: object) -> None:
+        if exec_info is not None:
+            exec_info["call_start_time"] = time.perf_counter()
+        values = self._bind(args, kwargs)
+        fields = {f.name: values[f.name] for f in self.definition.fields}
+        if validate_args:
+            self._check_fields(fields)
+        geo = self._geometry(fields, origin, domain, validate_args)
+        temps = self._temporaries(geo)
+        chosen = backends.resolve(self.backend, self.__name__)
+        _, run = self._build(chosen, fields)
+        if exec_info is not None:
+            exec_info["run_start_time"] = time.perf_counter()
+        run(values, temps, geo)
+        if exec_info is not None:
+            exec_info["run_end_time"] = time.perf_counter()
+            exec_info["call_end_time"] = time.perf_counter()
+            exec_info["domain"] = geo.domain
+            exec_info["origin"] = dict(geo.origins)
+            exec_info["backend"] = chosen
+
+    def _bind(self, args: tuple, kwargs: dict) -> dict[str, object]:
+        params = self.definition.params
+        if len(args) > len(params):
+            raise ArgumentError(f"takes {len(params)} arguments, {len(args)} given",
+                                stencil=self.__name__, loc=self.definition.loc,
+                                hint=f"the parameters are {', '.join(params)}")
+        values = dict(zip(params, args))
+        for k, v in kwargs.items():
+            if k not in params:
+                raise ArgumentError(f"unexpected argument '{k}'", stencil=self.__name__,
+                                    loc=self.definition.loc,
+                                    hint=f"the parameters are {', '.join(params)}")
+            if k in values:
+                raise ArgumentError(f"argument '{k}' given twice", stencil=self.__name__)
+            values[k] = v
+        missing = [p for p in params if p not in values]
+        if missing:
+            raise ArgumentError(f"missing argument(s) {missing}", stencil=self.__name__,
+                                loc=self.definition.loc)
+        for s in self.definition.scalars:
+            v = values[s.name]
+            if isinstance(v, np.ndarray) or not isinstance(v, (bool, int, float, complex,
+                                                                  np.generic)):
+                raise ArgumentError(f"scalar parameter '{s.name}' got a {type(v).__name__}",
+                                    stencil=self.__name__, hint="pass a number")
+        return values
+
+    def _check_fields(self, fields: dict[str, object]) -> None:
+        for f in self.definition.fields:
+            a = fields[f.name]
+            if not isinstance(a, np.ndarray):
+                raise ArgumentError(f"field '{f.name}' must be an array, got "
+                                    f"{type(a).__name__}", stencil=self.__name__,
+                                    hint="pass a NumPy array (or an sk.zeros storage)")
+            if a.ndim != len(f.axes):
+                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}] but the array is "
+                                    f"{a.ndim}-D", stencil=self.__name__,
+                                    loc=self.definition.loc,
+                                    hint=f"pass a {len(f.axes)}-D array")
+            if a.dtype != f.dtype:
+                raise ArgumentError(f"field '{f.name}' is declared {f.dtype} but the array is "
+                                    f"{a.dtype}", stencil=self.__name__,
+                                    loc=self.definition.loc,
+                                    hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
+
+    # ------------------------------------------------------------ geometry
+
+    def _k_need(self, name: str, nk: int) -> tuple[int, int]:
+        below = above = 0
+        for acc in self.schedule.k_accesses:
+            if acc.name != name:
+                continue
+            k0, k1 = acc.interval.bounds(nk)
+            if k1 <= k0:
+                continue
+            below = max(below, -(k0 + acc.dk_lo))
+            above = max(above, (k1 - 1 + acc.dk_hi) - (nk - 1))
+        return below, above
+
+    def _geometry(self, fields: dict[str, np.ndarray], origin: object, domain: object,
+                  validate: bool) -> Geometry:
+        defn = self.definition
+        given: dict[str, tuple[int, ...]] = {}
+        if isinstance(origin, dict):
+            given = {k: tuple(v) for k, v in origin.items()}
+        elif origin is not None:
+            given = {f.name: tuple(origin) for f in defn.fields}  # type: ignore[arg-type]
+        origins: dict[str, Origin] = {}
+        for f in defn.fields:
+            ext = self.schedule.extent(f.name)
+            below, _ = self._k_need(f.name, 1 << 20)
+            default = (-ext[0], -ext[2], below)
+            if f.name in given:
+                o = given[f.name]
+                o3 = _expand(o, f.axes) if len(o) != 3 else o
+                origins[f.name] = tuple(int(x) for x in o3)  # type: ignore[assignment]
+            elif "_all_" in given:
+                origins[f.name] = given["_all_"]  # type: ignore[assignment]
+            else:
+                origins[f.name] = default
+        if domain is not None:
+            dom = tuple(int(x) for x in domain)  # type: ignore[union-attr]
+            if len(dom) != 3:
+                raise ArgumentError(f"domain must have 3 entries, got {dom}",
+                                    stencil=self.__name__)
+        else:
+            dom = self._default_domain(fields, origins)
+        if validate:
+            self._check_halos(fields, origins, dom)
+        temp_shapes = {}
+        for t, _ in defn.temporaries:
+            ext = self.schedule.extent(t)
+            below, above = self._k_need(t, dom[2])
+            origins[t] = (-ext[0], -ext[2], below)
+            temp_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2],
+                              dom[2] + below + above)
+        return Geometry(origins, dom, temp_shapes)  # type: ignore[arg-type]
+
+    def _default_domain(self, fields, origins) -> tuple[int, int, int]:
+        dom = []
+        for axis_i, axis in enumerate("IJK"):
+            best = None
+            for f in self.definition.fields:
+                if axis not in f.axes:
+                    continue
+                n = fields[f.name].shape[f.axes.index(axis)]
+                ext = self.schedule.extent(f.name)
+                hi = (ext[1], ext[3], 0)[axis_i]
+                size = n - origins[f.name][axis_i] - hi
+                best = size if best is None else min(best, size)
+            dom.append(0 if best is None else max(0, best))
+        nk = dom[2]
+        for _ in range(4):  # K halo above may depend on nk through interval bounds
+            shrink = 0
+            for f in self.definition.fields:
+                if "K" in f.axes:
+                    _, above = self._k_need(f.name, nk)
+                    n = fields[f.name].shape[f.axes.index("K")]
+                    shrink = max(shrink, origins[f.name][2] + nk + above - n)
+            if shrink <= 0:
+                break
+            nk = max(0, nk - shrink)
+        dom[2] = nk
+        return tuple(dom)  # type: ignore[return-value]
+
+    def _check_halos(self, fields, origins, dom) -> None:
+        for f in self.definition.fields:
+            a = fields[f.name]
+            ext = self.schedule.extent(f.name)
+            below, above = self._k_need(f.name, dom[2])
+            o = origins[f.name]
+            needs = {"I": (-ext[0], ext[1]), "J": (-ext[2], ext[3]), "K": (below, above)}
+            for axis in f.axes:
+                ai = "IJK".index(axis)
+                lo, hi = needs[axis]
+                n = a.shape[f.axes.index(axis)]
+                if o[ai] - lo < 0 or o[ai] + dom[ai] + hi > n:
+                    raise ArgumentError(
+                        f"field '{f.name}' lacks the halo the stencil needs along {axis}: "
+                        f"it reads {lo} point(s) before and {hi} after the domain "
+                        f"(origin {o[ai]}, domain {dom[ai]}, extent {n})",
+                        stencil=self.__name__, loc=self.definition.loc,
+                        hint=f"give '{f.name}' an origin of at least {lo} and a size of at "
+                             f"least origin + domain + {hi} along {axis}")
+
+    def _temporaries(self, geo: Geometry) -> dict[str, np.ndarray]:
+        key = tuple(sorted(geo.temp_shapes.items()))
+        temps = self._temps.get(key)
+        if temps is None:
+            temps = {t: np.zeros(geo.temp_shapes[t], dt)
+                     for t, dt in self.definition.temporaries}
+            self._temps = {key: temps}  # keep only the latest geometry's buffers
+        return temps
+
+    # ------------------------------------------------------------ code
+
+    def _build(self, backend: str, fields: dict[str, np.ndarray] | None):
+        key = (backend,)
+        built = self._builds.get(key)
+        if built is None:
+            if backend == "numpy":
+                built = _build_numpy(self.definition, self.schedule)
+            else:
+                from .codegen.c_computation import build_c
+
+                built = build_c(self.definition, self.schedule, self.source)
+            dump("code", f"{self.__name__} [{backend}]", built[0])
+            self._builds[key] = built
+        return built
+
+
+def _expand(o: tuple[int, ...], axes: str) -> Origin:
+    full = [0, 0, 0]
+    for v, a in zip(o, axes):
+        full["IJK".index(a)] = v
+    return tuple(full)  # type: ignore[return-value]
+
+
+def _build_numpy(defn: c.ComputationDef, sched: sch.Schedule):
+    fname = "sk_" + defn.name
+    source = numpy_computation.computation_source(defn, sched, fname)
+    k = cache.key("numpy-computation", source)
+    fn = cache.memory_get(k)
+    if fn is None:
+        namespace: dict[str, object] = {}
+        exec(compile(source, f"<stencilkit {defn.name}>", "exec"), namespace)
+        fn = namespace[fname]
+        cache.memory_put(k, fn)
+    names = [f.name for f in defn.fields]
+    temps = [t for t, _ in defn.temporaries]
+    scalars = [s.name for s in defn.scalars]
+    scalar_types = {s.name: s.dtype for s in defn.scalars}
+
+    def run(values, temp_arrays, geo: Geometry) -> None:
+        args = [values[n] for n in names] + [temp_arrays[t] for t in temps]
+        args += [scalar_types[s].type(values[s]) for s in scalars]
+        fn(*args, geo.origins, geo.domain)
+
+    return source, run
+
+
+def is_scalar(value: object) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.generic))
+
+
+__all__ = ["ComputationStencil", "StencilError", "dtypes"]
