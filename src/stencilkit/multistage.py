@@ -122,6 +122,7 @@ class ComputationStencil:
         return values
 
     def _check_fields(self, fields: dict[str, object]) -> None:
+        written = set().union(*(ms.written for ms in self.schedule.multistages))
         for f in self.definition.fields:
             a = fields[f.name]
             if not isinstance(a, np.ndarray):
@@ -138,6 +139,13 @@ class ComputationStencil:
                                     f"{a.dtype}", stencil=self.__name__,
                                     loc=self.definition.loc,
                                     hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
+        for name in written & set(fields):
+            for other, b in fields.items():
+                if other != name and np.may_share_memory(fields[name], b):
+                    raise ArgumentError(
+                        f"field '{name}' is written and shares memory with field '{other}'",
+                        stencil=self.__name__, loc=self.definition.loc,
+                        hint="pass separate arrays (copy one of them)")
 
     # ------------------------------------------------------------ geometry
 
@@ -251,7 +259,12 @@ class ComputationStencil:
     # ------------------------------------------------------------ code
 
     def _build(self, backend: str, fields: dict[str, np.ndarray] | None):
-        key = (backend,)
+        if backend == "numpy":
+            key: tuple = (backend,)
+        else:
+            from .codegen.c_computation import layout_of
+
+            key = (backend, tuple(sorted(layout_of(fields, self.definition).items())))
         built = self._builds.get(key)
         if built is None:
             if backend == "numpy":
@@ -259,7 +272,7 @@ class ComputationStencil:
             else:
                 from .codegen.c_computation import build_c
 
-                built = build_c(self.definition, self.schedule, self.source)
+                built = build_c(self.definition, self.schedule, self.source, fields)
             dump("code", f"{self.__name__} [{backend}]", built[0])
             self._builds[key] = built
         return built

@@ -91,6 +91,8 @@ class IntervalSchedule:
 
 @dataclass(frozen=True)
 class MultiStage:
+    """``intervals`` are in execution order (K ascending for FORWARD, descending BACKWARD)."""
+
     policy: str
     mode: str  # "parallel" | "columns" | "planes"
     intervals: tuple[IntervalSchedule, ...]
@@ -211,6 +213,9 @@ def build_schedule(defn: c.ComputationDef) -> Schedule:
                 else:
                     stages.append(Stage((unit,), ext))
             scheds.append(IntervalSchedule(iv, tuple(stages)))
+        if block.policy != "PARALLEL":  # execution order: along K in the policy's direction
+            scheds.sort(key=lambda s: s.interval.start.resolve(1 << 40),
+                        reverse=block.policy == "BACKWARD")
         multistages.append(MultiStage(block.policy, mode, tuple(scheds), frozenset(block_writes)))
     return Schedule(tuple(multistages), tuple(sorted(field_extent.items())), tuple(k_accesses))
 

@@ -272,7 +272,9 @@ class WrapperArg:
 
 
 def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], module: str,
-                   stencil: str) -> str:
+                   stencil: str, checks: tuple[tuple[str, str], ...] = ()) -> str:
+    """``checks`` are extra (C condition that must hold, message) pairs; the condition may
+    use ``vN`` (the buffer of argument N) and ``sN`` (the value of scalar argument N)."""
     """A CPython extension module with one METH_FASTCALL function ``call(*args)``."""
     n = len(args)
     lines = ["", "#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "",
@@ -293,7 +295,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
              f"    Py_buffer views[{max(1, n)}];", "    int nviews = 0;",
              f"    if (nargs != {n}) {{ PyErr_SetString(PyExc_TypeError, "
              f"\"{stencil}: expected {n} arguments\"); return NULL; }}"]
-    first = next(i for i, a in enumerate(args) if a.role == "first")
+    first = next((i for i, a in enumerate(args) if a.role == "first"), 0)
     for i, a in enumerate(args):
         if a.ndim == 0:
             lines += _scalar_conversion(i, a)
@@ -318,6 +320,8 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
             lines.append(f"    if (v{i}->shape[{a.ndim - 1}] > 1 && v{i}->strides[{a.ndim - 1}] "
                          f"!= {item}) return sk_fail(views, nviews, \"{stencil}: '{a.name}' "
                          f"must have a unit last stride in this specialization\");")
+    for cond, message in checks:
+        lines.append(f"    if (!({cond})) return sk_fail(views, nviews, \"{stencil}: {message}\");")
     fview = f"v{first}"
     for i, a in enumerate(args):
         if a.role == "relative":
@@ -330,12 +334,13 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
                          f"'out' must have the shape of the first argument\");")
     # An input whose memory range meets the output's: status 3, the caller copies and retries.
     arrays = [i for i, a in enumerate(args) if a.ndim > 0]
-    out_i = next(i for i, a in enumerate(args) if a.role == "out")
-    lines.append(f"    char *sk_lo[{len(args)}], *sk_hi[{len(args)}];")
+    out_i = next((i for i, a in enumerate(args) if a.role == "out"), None)
+    if out_i is not None:
+        lines.append(f"    char *sk_lo[{len(args)}], *sk_hi[{len(args)}];")
+        for i in arrays:
+            lines.append(f"    sk_extent(v{i}, &sk_lo[{i}], &sk_hi[{i}]);")
     for i in arrays:
-        lines.append(f"    sk_extent(v{i}, &sk_lo[{i}], &sk_hi[{i}]);")
-    for i in arrays:
-        if i != out_i:
+        if out_i is not None and i != out_i:
             lines.append(f"    if (sk_lo[{i}] < sk_hi[{out_i}] && sk_lo[{out_i}] < sk_hi[{i}]) {{ "
                          "for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]); "
                          "return PyLong_FromLong(3); }")

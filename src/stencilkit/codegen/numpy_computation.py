@@ -62,10 +62,7 @@ class ComputationNumpyPrinter(NumpyPrinter):
         ind += "    "
         for m_i, ms in enumerate(self.sched.multistages):
             self.emit(ind, f"# multistage {m_i}: {ms.policy} ({ms.mode})")
-            order = list(ms.intervals)
-            if ms.policy == "BACKWARD":
-                order.reverse()
-            for isched in order:
+            for isched in ms.intervals:
                 iv = isched.interval
                 self.emit(ind, f"k0, k1 = _rt.bounds({iv.start.offset}, {iv.start.from_end}, "
                                f"{iv.end.offset}, {iv.end.from_end}, nk)")

@@ -115,7 +115,11 @@ class KernelContext:
         return sym
 
     def buffer(self, name: str, element_type: DType, ndim: int, *, unit_stride_last: bool,
-               restrict: bool, read_only: bool) -> Buffer:
+               restrict: bool, read_only: bool, unit_dim: int | None = None) -> Buffer:
+        """A buffer with symbolic shape and strides; the stride of ``unit_dim`` (default: the
+        last dimension when ``unit_stride_last``) is the constant 1."""
+        if unit_dim is None and unit_stride_last:
+            unit_dim = ndim - 1
         props: set[Property] = {BasePointer(name)}
         if restrict:
             props.add(Restrict())
@@ -127,7 +131,7 @@ class KernelContext:
                       for k in range(ndim))
         strides: list[Expr] = []
         for k in range(ndim):
-            if unit_stride_last and k == ndim - 1:
+            if k == unit_dim:
                 strides.append(Constant(np.int64(1), dtype=INDEX))
             else:
                 strides.append(Sym(self.symbol(f"{name}_stride_{k}", INDEX,

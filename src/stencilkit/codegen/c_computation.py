@@ -1,0 +1,400 @@
+"""Lowering of scheduled computations to kernel IR, and their C build.
+
+Loop structure per multistage (the layout key says which axis of each field has unit stride;
+the loop over that axis is innermost so that it vectorizes):
+
+- PARALLEL: per interval and stage, one loop nest over the stage's extended region, the
+  outermost loop parallel;
+- FORWARD/BACKWARD "columns": parallel over the outer horizontal axis, K sequential, every
+  stage of the multistage fused into one body; temporaries read only at zero offset inside
+  the multistage are registers (C locals), not arrays;
+- "planes": inside one parallel region, for each K level in order and each stage, a
+  work-shared loop over the plane (its implicit barrier orders the stages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import dtypes
+from ..analysis.schedule import MultiStage, Schedule, Stage, offsets, reads, writes
+from ..build import cache
+from ..build.toolchain import toolchain
+from ..config import current
+from ..frontend.source import SourceFunction
+from ..ir import computation as c
+from ..ir import definition as d
+from ..ir import kernel as k
+from ..ir.core import walk
+from ..passes.lower_point import PointLowering
+from ..passes.pipeline import dump
+from . import c as cgen
+
+AXES = "IJK"
+
+
+def _const(v: int) -> k.Constant:
+    return k.Constant(np.int64(v), dtype=k.INDEX)
+
+
+def _sym(s: k.Symbol) -> k.Sym:
+    return k.Sym(s, dtype=s.dtype)
+
+
+def _op(op: str, a: k.Expr, b: k.Expr, t=k.INDEX) -> k.Expr:
+    if isinstance(b, k.Constant) and op in "+-":
+        v = int(b.value)
+        if v == 0:
+            return a
+        if v < 0:
+            return k.Op("-" if op == "+" else "+", (a, _const(-v)), dtype=t)
+    return k.Op(op, (a, b), dtype=t)
+
+
+def register_temporaries(defn: c.ComputationDef, sched: Schedule) -> frozenset[str]:
+    """Temporaries that can live in registers: written and read in one columns-mode
+    multistage (or one PARALLEL stage), every read at offset (0, 0, 0)."""
+    out = set()
+    for t, _ in defn.temporaries:
+        homes = set()
+        zero_only = True
+        for m_i, ms in enumerate(sched.multistages):
+            for isched in ms.intervals:
+                for s_i, stage in enumerate(isched.stages):
+                    for unit in stage.units:
+                        touched = t in writes(unit)
+                        for acc in reads(unit):
+                            if acc.field == t:
+                                touched = True
+                                zero_only &= offsets(acc) == (0, 0, 0)
+                        if touched:
+                            homes.add((m_i, s_i if ms.mode == "parallel" else -1))
+        if zero_only and len(homes) == 1:
+            (m_i, _), = homes
+            if sched.multistages[m_i].mode in ("columns", "parallel"):
+                out.add(t)
+    return frozenset(out)
+
+
+class ComputationLowering(PointLowering):
+    """Reuses the point-kernel expression lowering; accesses become origin-relative loads."""
+
+    def __init__(self, defn: c.ComputationDef, sched: Schedule, layout: dict[str, int | None],
+                 src: SourceFunction) -> None:
+        dummy = d.PointKernel(defn.name, (), (), ndim=3, return_type=dtypes.FLOAT64)
+        super().__init__(dummy, ((0, 0),) * 3, None, src.line_text,  # type: ignore[arg-type]
+                         src.filename.rsplit("/", 1)[-1])
+        self.defn = defn
+        self.sched = sched
+        self.layout = layout
+        self.registers = register_temporaries(defn, sched)
+        self.axes: dict[str, str] = {f.name: f.axes for f in defn.fields}
+        self.origins: dict[str, list[k.Symbol]] = {}
+        for t, _ in defn.temporaries:
+            self.axes[t] = "IJK"
+        for name, dtype in [(f.name, f.dtype) for f in defn.fields] + list(defn.temporaries):
+            if name in self.registers:
+                self.locals[name] = self.ctx.symbol(name, dtype)
+                continue
+            ax = self.axes[name]
+            self.buffers[name] = self.ctx.buffer(name, dtype, len(ax), unit_stride_last=False,
+                                                 restrict=True, read_only=False,
+                                                 unit_dim=layout.get(name))
+            self.origins[name] = [self.ctx.symbol(f"origin_{name}_{a}", k.INDEX, properties=
+                                                  frozenset({k.ScalarArgument(f"origin_{name}_{a}")}))
+                                  for a in ax]
+        for s in defn.scalars:
+            self.scalars[s.name] = self.ctx.symbol(s.name, s.dtype,
+                                                   properties=frozenset({k.ScalarArgument(s.name)}))
+        self.domain = [self.ctx.symbol(f"n{a.lower()}", k.INDEX,
+                                       properties=frozenset({k.ScalarArgument(f"n{a.lower()}")}))
+                       for a in AXES]
+        self.counters = [self.ctx.symbol(a.lower(), k.INDEX) for a in AXES]
+
+    # -------------------------------------------------------------- accesses
+
+    def expr(self, e: d.Expr) -> k.Expr:
+        if isinstance(e, d.Access):
+            if e.field in self.registers:
+                return _sym(self.locals[e.field])
+            return k.Load(self.buffers[e.field], self.index(e.field, offsets(e)), dtype=e.dtype)
+        return super().expr(e)
+
+    def index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
+        idx = []
+        for a, o in zip(self.axes[name], self.origins[name]):
+            ai = AXES.index(a)
+            idx.append(_op("+", _op("+", _sym(o), _sym(self.counters[ai])), _const(off[ai])))
+        return tuple(idx)
+
+    def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
+        out: list[k.Stmt] = []
+        for s in body:
+            if isinstance(s, d.Assign):
+                src = self.comment(s)
+                value = self.expr(s.value)
+                if s.target in self.registers:
+                    out.append(k.SetSym(self.locals[s.target], value, loc=s.loc, source=src))
+                else:
+                    out.append(k.Store(self.buffers[s.target],
+                                       self.index(s.target, (0, 0, 0)), value, loc=s.loc,
+                                       source=src))
+            else:
+                out.extend(super().stmts((s,)))
+        return tuple(out)
+
+    # -------------------------------------------------------------- loops
+
+    def loop_order(self) -> list[int]:
+        """Axes from outermost to innermost: the unit-stride axis of the first 3-D field
+        innermost, I before J otherwise."""
+        first = next((f.name for f in self.defn.fields if f.axes == "IJK"), None)
+        unit = self.layout.get(first) if first else None
+        if unit is None:
+            unit = 2
+        return [a for a in (0, 1, 2) if a != unit] + [unit]
+
+    def k_bounds(self, iv: c.IntervalBlock) -> tuple[k.Expr, k.Expr]:
+        nk = _sym(self.domain[2])
+
+        def bound(b: c.AxisBound) -> k.Expr:
+            e = _op("+", nk, _const(b.offset)) if b.from_end else _const(b.offset)
+            return k.MathCall("max", (_const(0), k.MathCall("min", (nk, e), dtype=k.INDEX)),
+                              dtype=k.INDEX)
+        return bound(iv.start), bound(iv.end)
+
+    def horizontal_range(self, axis: int, ext: c.Extent) -> tuple[k.Expr, k.Expr]:
+        lo, hi = (ext[0], ext[1]) if axis == 0 else (ext[2], ext[3])
+        return _const(lo), _op("+", _sym(self.domain[axis]), _const(hi))
+
+    def stage_nest(self, stage: Stage, k_range: tuple[k.Expr, k.Expr] | None,
+                   parallel: bool, workshare: bool = False) -> k.Stmt:
+        body: tuple[k.Stmt, ...] = self.register_decls(stage.units) + self.stmts(stage.units)
+        order = self.loop_order() if k_range is not None else [a for a in self.loop_order()
+                                                               if a != 2]
+        for depth, axis in reversed(list(enumerate(order))):
+            start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
+            body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
+                           parallel=parallel and depth == 0,
+                           vectorize=depth == len(order) - 1),)
+        (nest,) = body
+        if workshare:
+            return k.Section("workshare", (nest,))
+        return nest
+
+    def multistage(self, m_i: int, ms: MultiStage) -> k.Stmt:
+        title = f"multistage {m_i}: {ms.policy}, by {ms.mode}"
+        ivs = list(ms.intervals)
+        if ms.mode == "parallel":
+            nests = []
+            for isched in ivs:
+                kr = self.k_bounds(isched.interval)
+                nests += [self.stage_nest(st, kr, parallel=True) for st in isched.stages]
+            return k.Section(title, tuple(nests))
+        kc = self.counters[2]
+        if ms.mode == "planes":
+            levels = []
+            for isched in ivs:
+                k0, k1 = self.k_bounds(isched.interval)
+                stages = tuple(self.stage_nest(st, None, parallel=False, workshare=True)
+                               for st in isched.stages)
+                levels.append(self.k_loop(kc, k0, k1, ms.policy, stages))
+            return k.Section(title + " (parallel region)", tuple(levels))
+        # columns: every stage of every interval fused under one column loop
+        ext = stage_union([st for isched in ms.intervals for st in isched.stages])
+        order = [a for a in self.loop_order() if a != 2]
+        unit_k = self.loop_order()[-1] == 2
+        per_level: list[k.Stmt] = []
+        for isched in ivs:
+            k0, k1 = self.k_bounds(isched.interval)
+            inner: list[k.Stmt] = []
+            for st in isched.stages:
+                inner += list(self.guarded(st, ext))
+            units = tuple(u for st in isched.stages for u in st.units)
+            inner_t = self.register_decls(units) + tuple(inner)
+            if unit_k:
+                per_level.append(self.k_loop(kc, k0, k1, ms.policy, inner_t))
+            else:
+                h = order[-1]
+                start, stop = self.horizontal_range(h, ext)
+                row = k.Loop(self.counters[h], start, stop, _const(1), inner_t, vectorize=True)
+                per_level.append(self.k_loop(kc, k0, k1, ms.policy, (row,)))
+        body: tuple[k.Stmt, ...] = tuple(per_level)
+        loops = order if unit_k else order[:-1]
+        for depth, axis in reversed(list(enumerate(loops))):
+            start, stop = self.horizontal_range(axis, ext)
+            body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
+                           parallel=depth == 0),)
+        return k.Section(title, body)
+
+    def register_decls(self, units: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
+        used = {n.field for u in units for n in walk(u) if isinstance(n, d.Access)}
+        used |= {t for u in units for t in writes(u)}
+        return tuple(k.Declare(self.locals[t], None) for t in sorted(self.registers & used))
+
+    def guarded(self, st: Stage, ext: c.Extent) -> tuple[k.Stmt, ...]:
+        body = self.stmts(st.units)
+        if st.extent == ext:
+            return body
+        conds = []
+        for axis in (0, 1):
+            lo, hi = self.horizontal_range(axis, st.extent)
+            cv = _sym(self.counters[axis])
+            conds += [k.Op(">=", (cv, lo), dtype=dtypes.BOOL), k.Op("<", (cv, hi),
+                                                                   dtype=dtypes.BOOL)]
+        cond = conds[0]
+        for x in conds[1:]:
+            cond = k.Op("&&", (cond, x), dtype=dtypes.BOOL)
+        return (k.Branch(cond, body),)
+
+    @staticmethod
+    def k_loop(kc: k.Symbol, k0: k.Expr, k1: k.Expr, policy: str,
+               body: tuple[k.Stmt, ...]) -> k.Stmt:
+        if policy == "BACKWARD":
+            return k.Loop(kc, _op("-", k1, _const(1)), _op("-", k0, _const(1)), _const(-1), body)
+        return k.Loop(kc, k0, k1, _const(1), body)
+
+    def lower_all(self) -> k.KernelFunction:
+        sections = tuple(self.multistage(i, ms) for i, ms in enumerate(self.sched.multistages))
+        order = [*self.buffers, *[f"origin_{n}_{a}" for n in self.origins for a in self.axes[n]],
+                 *[s.name for s in self.defn.scalars], "ni", "nj", "nk"]
+        params = _parameters(sections, order)
+        return k.KernelFunction(f"sk_{self.defn.name}", params, sections,
+                                tuple(self.buffers.values()),
+                                f"computation '{self.defn.name}'", False)
+
+
+def stage_union(stages: list[Stage]) -> c.Extent:
+    ext = (0, 0, 0, 0)
+    for st in stages:
+        e = st.extent
+        ext = (min(ext[0], e[0]), max(ext[1], e[1]), min(ext[2], e[2]), max(ext[3], e[3]))
+    return ext
+
+
+def _parameters(body: tuple[k.Stmt, ...], order: list[str]) -> tuple[k.Symbol, ...]:
+    used: dict[str, k.Symbol] = {}
+    bound: set[str] = set()
+    for stmt in body:
+        for n in walk(stmt):
+            match n:
+                case k.Sym(symbol=s):
+                    used.setdefault(s.name, s)
+                case k.Load(buffer=b) | k.Store(buffer=b):
+                    used.setdefault(b.base.name, b.base)
+                    for e in b.strides:
+                        if isinstance(e, k.Sym):
+                            used.setdefault(e.symbol.name, e.symbol)
+                case k.Declare(symbol=s) | k.Loop(counter=s):
+                    bound.add(s.name)
+    rank = {n: i for i, n in enumerate(order)}
+
+    def key(s: k.Symbol) -> tuple[int, int, int]:
+        for p in s.properties:
+            match p:
+                case k.BasePointer(buffer=b):
+                    return rank[b], 0, 0
+                case k.StrideOf(buffer=b, dim=dim):
+                    return rank[b], 2, dim
+                case k.ScalarArgument(name=n):
+                    return rank.get(n, len(rank)), 0, 0
+        raise AssertionError(f"free symbol {s.name} has no origin")
+
+    return tuple(sorted((s for n, s in used.items() if n not in bound), key=key))
+
+
+class ComputationCPrinter(cgen.CPrinter):
+    """Work-shared sections inside a "planes" multistage's parallel region."""
+
+    def stmt(self, s: k.Stmt, indent: str) -> list[str]:
+        if isinstance(s, k.Section) and s.title.endswith("(parallel region)"):
+            return [f"{indent}/* --- {s.title} --- */", f"{indent}#pragma omp parallel",
+                    f"{indent}{{", *self.stmts(s.body, indent + "    "), f"{indent}}}"]
+        if isinstance(s, k.Section) and s.title == "workshare":
+            loop = s.body[0]
+            assert isinstance(loop, k.Loop)
+            lines = self.loop(loop, indent)
+            return [f"{indent}#pragma omp for schedule(static)", *lines]
+        return super().stmt(s, indent)
+
+    def loop_pragmas(self, s: k.Loop, indent: str) -> list[str]:
+        if s.parallel:
+            return [f"{indent}#pragma omp parallel for schedule(static)"]
+        return super().loop_pragmas(s, indent)
+
+
+def layout_of(fields: dict[str, np.ndarray] | None, defn: c.ComputationDef) -> dict[str, int | None]:
+    """Per field, the axis (position in the array) whose stride is one element, if any."""
+    out: dict[str, int | None] = {}
+    for f in defn.fields:
+        a = None if fields is None else fields.get(f.name)
+        if a is None:
+            out[f.name] = len(f.axes) - 1
+            continue
+        unit = [i for i, s in enumerate(a.strides) if s == a.itemsize and a.shape[i] > 1]
+        out[f.name] = unit[-1] if unit else None
+    for t, _ in defn.temporaries:
+        out[t] = 2
+    return out
+
+
+def build_c(defn: c.ComputationDef, sched: Schedule, src: SourceFunction,
+            fields: dict[str, np.ndarray] | None = None) -> tuple[str, Callable]:
+    layout = layout_of(fields, defn)
+    lowering = ComputationLowering(defn, sched, layout, src)
+    kf = lowering.lower_all()
+    dump("kernel", defn.name, cgen.kernel_ir_text(kf))
+    printer = ComputationCPrinter(kf)
+    fn_text = printer.function()
+    source = "\n".join([printer.prelude(), cgen.header_comment(kf), fn_text, ""])
+    cfg = current()
+    tc = toolchain(cfg.cc, cfg.cflags, cfg.openmp)
+    # Python-level arguments: fields, temporaries held in memory, origins, scalars, domain
+    buffers = list(lowering.buffers)
+    wargs: list[cgen.WrapperArg] = []
+    for name in buffers:
+        buf = lowering.buffers[name]
+        wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim, True,
+                                     False, "field"))
+    origin_names = [f"origin_{n}_{a}" for n in buffers for a in lowering.axes[n]]
+    wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role="scalar") for o in origin_names]
+    wargs += [cgen.WrapperArg(s.name, s.dtype, 0, role="scalar") for s in defn.scalars]
+    wargs += [cgen.WrapperArg(n, dtypes.INT64, 0, role="scalar") for n in ("ni", "nj", "nk")]
+    index = {a.name: i for i, a in enumerate(wargs)}
+    checks = []
+    for name in buffers:
+        buf_i = index[name]
+        unit = layout.get(name)
+        if unit is not None:
+            checks.append((f"v{buf_i}->shape[{unit}] <= 1 || v{buf_i}->strides[{unit}] == "
+                           f"{lowering.buffers[name].element_type.itemsize}",
+                           f"'{name}' changed layout since the code was built"))
+    k_ = cache.key("c-computation", source, tc.identity, repr(wargs), repr(checks))
+    module = f"sk_{k_[:24]}"
+    full = source + cgen.python_wrapper(kf, tuple(wargs), module, defn.name, tuple(checks))
+    fn = cache.memory_get(k_)
+    if fn is None:
+        filename = cache.extension_filename(module)
+
+        def build(tmp):
+            c_file = tmp / f"{module}.c"
+            c_file.write_text(full)
+            tc.compile(c_file, tmp / filename, python=True, stencil=defn.name)
+
+        path = cache.get_or_build(k_, filename, build)
+        fn = cache.load_extension(path, module).call
+        cache.memory_put(k_, fn)
+    scalar_types = {s.name: s.dtype for s in defn.scalars}
+    entry = fn
+    field_names = {f.name for f in defn.fields}
+
+    def run(values, temps, geo) -> None:
+        args: list[object] = [values[n] if n in field_names else temps[n] for n in buffers]
+        args += [geo.origins[n]["IJK".index(a)] for n in buffers for a in lowering.axes[n]]
+        args += [scalar_types[s.name].type(values[s.name]).item() for s in defn.scalars]
+        args += list(geo.domain)
+        entry(*args)
+
+    return source, run
