@@ -125,6 +125,21 @@ def _rule_error(rule: str, message: str, defn: c.ComputationDef, loc, hint: str)
 
 def check_access_rules(defn: c.ComputationDef) -> None:
     """Reject what has no well-defined meaning (see the module docstring)."""
+    temps = {t for t, _ in defn.temporaries}
+    written_before: set[str] = set()
+    for block in defn.blocks:
+        block_writes = set().union(*(writes(s) for iv in block.intervals for s in iv.body))
+        visible = written_before | (block_writes if block.policy != "PARALLEL" else set())
+        for iv in block.intervals:
+            for unit in iv.body:
+                for acc in reads(unit):
+                    if acc.field in temps and acc.field not in visible:
+                        raise _rule_error(
+                            "undefined read", f"temporary '{acc.field}' is read before any "
+                            "statement writes it, so its value is undefined", defn, acc.loc,
+                            "assign the temporary first (or in an earlier computation)")
+                visible |= writes(unit)
+        written_before |= block_writes
     for block in defn.blocks:
         block_writes = set().union(*(writes(s) for iv in block.intervals for s in iv.body))
         for iv in block.intervals:
