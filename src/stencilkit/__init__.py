@@ -16,6 +16,7 @@ from .errors import (  # noqa: E402
     StencilSyntaxError,
     StencilTypeError,
 )
+from .export import export  # noqa: E402
 from .gtscript import (  # noqa: E402
     BACKWARD,
     FORWARD,
@@ -56,6 +57,23 @@ from .gtscript import (  # noqa: E402
     tanh,
     trunc,
 )
+from .loop import ParLoop, flush, par_loop  # noqa: E402
+from .parloop import (  # noqa: E402
+    INC,
+    MAX,
+    MIN,
+    READ,
+    RW,
+    WRITE,
+    Dat,
+    Global,
+    Kernel,
+    Map,
+    Mat,
+    Set,
+    Sparsity,
+    kernel,
+)
 from .stencil import PointStencil, stencil  # noqa: E402
 
 __all__ = [
@@ -65,4 +83,6 @@ __all__ = [
     "function", "interval", "abs", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctanh", "ceil", "cos", "cosh", "exp", "floor", "isfinite", "isinf", "isnan", "log",
     "log10", "max", "min", "mod", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+    "INC", "MAX", "MIN", "READ", "RW", "WRITE", "Dat", "Global", "Kernel", "Map", "Mat", "Set",
+    "Sparsity", "kernel", "ParLoop", "flush", "par_loop", "export",
 ]

@@ -40,6 +40,8 @@ class Config:
     cflags: tuple[str, ...] = field(
         default_factory=lambda: tuple(os.environ.get("STENCILKIT_CFLAGS", "").split()))
     openmp: bool = field(default_factory=lambda: os.environ.get("STENCILKIT_OPENMP", "1") != "0")
+    lazy: bool = False
+    race: str = field(default_factory=lambda: os.environ.get("STENCILKIT_RACE", "auto"))
 
 
 _current = Config()
@@ -65,5 +67,10 @@ def configure(**changes: object) -> Config:
         changes["dump"] = frozenset(d.split(",")) if isinstance(d, str) else frozenset(d or ())
     if "cflags" in changes and isinstance(changes["cflags"], str):
         changes["cflags"] = tuple(changes["cflags"].split())
+    was_lazy = _current.lazy
     _current = dataclasses.replace(_current, **changes)  # type: ignore[arg-type]
+    if was_lazy and not _current.lazy:
+        from .runtime import lazy
+
+        lazy.flush()
     return _current

@@ -296,6 +296,9 @@ class Typer:
                         self.expr(c)
                     except PendingType:
                         pass
+                case d.Store(array=a, index=idx, value=v):
+                    self.expr(d.Index(a, idx, loc=s.loc))
+                    self.expr(v)
 
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[d.Stmt, ...]:
         out: list[d.Stmt] = []
@@ -311,6 +314,13 @@ class Typer:
                     out.append(d.For(v, *bounds, self.stmts(b_), loc=s.loc))
                 case d.While(cond=c, body=b_):
                     out.append(d.While(truth(self.expr(c)), self.stmts(b_), loc=s.loc))
+                case d.Store(array=a, index=idx, value=v):
+                    target = self.expr(d.Index(a, idx, loc=s.loc))
+                    value = self.expr(v)
+                    if dtypes.is_complex(value.dtype) and not dtypes.is_complex(target.dtype):
+                        raise self.error(f"cannot store a complex value into '{a}' of "
+                                         f"{target.dtype}", s.loc)
+                    out.append(d.Store(a, target.index, cast(value, target.dtype), loc=s.loc))
                 case _:
                     raise TypeError(f"unexpected statement {s!r}")
         return tuple(out)

@@ -125,6 +125,15 @@ class Assign(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Store(Stmt):
+    """``array[index] = value`` into a kernel's local array (ParLoop kernels)."""
+
+    array: str
+    index: tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class Return(Stmt):
     value: Expr
 
@@ -235,6 +244,9 @@ def format_stmts(body: tuple[Stmt, ...], indent: str, types: dict[str, DType]) -
                 lines.append(f"{indent}{t}{ann} = {format_expr(v)}{where}")
             case Return(value=v):
                 lines.append(f"{indent}return {format_expr(v)}{where}")
+            case Store(array=a, index=i, value=v):
+                idx = ", ".join(format_expr(x) for x in i)
+                lines.append(f"{indent}{a}{{{idx}}} = {format_expr(v)}{where}")
             case If(cond=c, body=b, orelse=o):
                 lines.append(f"{indent}if {format_expr(c)}:{where}")
                 lines += format_stmts(b, indent + "    ", types) or [indent + "    pass"]

@@ -1,0 +1,30 @@
+"""The lazy-evaluation queue: with ``sk.configure(lazy=True)`` loops are queued here and run,
+in program order, when data is read or on ``sk.flush()``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+_queue: list[Callable[[], None]] = []
+_running = False
+
+
+def enqueue(thunk: Callable[[], None]) -> None:
+    _queue.append(thunk)
+
+
+def pending() -> int:
+    return len(_queue)
+
+
+def flush() -> None:
+    """Run everything queued, oldest first."""
+    global _running
+    if _running or not _queue:
+        return
+    _running = True
+    try:
+        while _queue:
+            _queue.pop(0)()
+    finally:
+        _running = False
