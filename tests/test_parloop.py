@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit.loop import greedy_coloring
+from stencilkit.loop import block_coloring
 
 
 def structured_mesh(nx: int, ny: int, seed: int = 0):
@@ -230,7 +230,7 @@ def test_static_export_builds_without_python(tmp_path):
                       backend="c")
     loop.compute()
     c_file, h_file = sk.export(loop, tmp_path)
-    assert "Arguments, in order" in h_file.read_text()
+    assert "Arguments after the blocks, in order" in h_file.read_text()
     np.savetxt(tmp_path / "xy.txt", xy)
     np.savetxt(tmp_path / "tri.txt", tri, fmt="%d")
     driver = tmp_path / "driver.c"
@@ -248,7 +248,8 @@ def test_static_export_builds_without_python(tmp_path):
             f = fopen("tri.txt", "r");
             for (int i = 0; i < NC * 3; ++i) if (fscanf(f, "%d", &tri[i]) != 1) return 1;
             fclose(f);
-            int status = sk_parloop_cell_area(0, NC, NULL, area, xy, tri, total);
+            int64_t blocks[2] = {{0, NC}};
+            int status = sk_parloop_cell_area(1, blocks, area, xy, tri, total);
             for (int i = 0; i < NC; ++i) printf("%.17g\\n", area[i]);
             printf("%.17g\\n", total[0]);
             return status;
@@ -273,13 +274,18 @@ def test_static_export_of_a_point_stencil(tmp_path):
     subprocess.run(["gcc", "-O2", "-fopenmp", "-c", c_file.name], cwd=tmp_path, check=True)
 
 
-def test_coloring_is_valid():
+def test_block_coloring_is_valid():
     _, tri = MESHES["structured"]
-    order, offsets = greedy_coloring(len(tri), [tri], [tri.max() + 1])
-    assert sorted(order.tolist()) == list(range(len(tri)))
-    for c0, c1 in zip(offsets[:-1], offsets[1:]):
-        nodes = tri[order[c0:c1]].ravel()
-        assert len(nodes) == len(set(nodes.tolist()))   # no shared node within a colour
+    colours = block_coloring(len(tri), [tri], [tri.max() + 1], block=8)
+    covered = sorted(e for blocks in colours for s, t in blocks for e in range(s, t))
+    assert covered == list(range(len(tri)))
+    assert len(colours) > 1
+    for blocks in colours:   # blocks of one colour share no node
+        seen: set[int] = set()
+        for s, t in blocks:
+            nodes = set(tri[s:t].ravel().tolist())
+            assert not nodes & seen
+            seen |= nodes
 
 
 # ------------------------------------------------------------------ bad input

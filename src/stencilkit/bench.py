@@ -188,6 +188,54 @@ def case_overhead(repeats: int) -> dict:
             "seconds": {k: v / counts[k] for k, v in t.items()}}
 
 
+def triangle_mesh(nx: int, ny: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and triangles of a structured triangulation with 2 * nx * ny cells."""
+    i, j = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
+    a = (i * (ny + 1) + j).ravel()
+    b = a + ny + 1
+    tri = np.concatenate([np.stack([a, b, b + 1], 1), np.stack([a, b + 1, a + 1], 1)])
+    xs, ys = np.meshgrid(np.linspace(0, 1, nx + 1), np.linspace(0, 1, ny + 1), indexing="ij")
+    return np.stack([xs.ravel(), ys.ravel()], 1), tri
+
+
+def case_parloop_inc(n_cells: int, repeats: int) -> dict:
+    """Indirect INC: every cell adds a third of its value to each of its three nodes."""
+    import stencilkit as sk
+    from stencilkit.loop import block_coloring
+
+    side = int(np.sqrt(n_cells / 2))
+    xy, tri = triangle_mesh(side, side)
+    cells, nodes = sk.Set(len(tri)), sk.Set(len(xy))
+    c2n = sk.Map(cells, nodes, 3, tri)
+    vals = sk.Dat(cells, data=np.random.default_rng(0).random(len(tri)))
+    acc = sk.Dat(nodes)
+
+    @sk.kernel
+    def spread(v, a):
+        for i in range(3):
+            a[i, 0] += v[0] / 3.0
+
+    loops = {}
+    for race in ("atomic", "color"):
+        loops[f"stencilkit-c-{race}"] = sk.ParLoop(spread, cells, vals(sk.READ), acc(sk.INC, c2n),
+                                                   backend="c", race=race)
+    loops["stencilkit-numpy"] = sk.ParLoop(spread, cells, vals(sk.READ), acc(sk.INC, c2n),
+                                           backend="numpy")
+    t0 = time.perf_counter()
+    block_coloring(len(tri), [tri], [len(xy)])
+    coloring = time.perf_counter() - t0
+
+    def hand():
+        np.add.at(acc._data, tri.reshape(-1), np.repeat(vals._data / 3.0, 3))
+
+    fns = {k: loop.compute for k, loop in loops.items()}
+    fns["numpy-add.at"] = hand
+    t = _median_times(fns, repeats)
+    t["stencilkit-c"] = min(t["stencilkit-c-atomic"], t["stencilkit-c-color"])
+    return {"name": "parloop_inc", "size": f"{len(tri)} cells", "bytes": 0, "seconds": t,
+            "coloring_seconds": coloring}
+
+
 _COMPILE_SCRIPT = textwrap.dedent("""
     import time
     t0 = time.perf_counter()
@@ -262,7 +310,7 @@ def run(quick: bool = False, json_path: str | None = None, plot_path: str | None
     repeats = 5 if quick else 10
     sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
              "stream": 1 << 21 if quick else 1 << 25}
-    want = set(only or ["jacobi2d", "lap3d", "overhead", "compile"])
+    want = set(only or ["jacobi2d", "lap3d", "overhead", "parloop_inc", "compile"])
     bw = stream(sizes["stream"], repeats)
     results = []
     if "jacobi2d" in want:
@@ -271,6 +319,8 @@ def run(quick: bool = False, json_path: str | None = None, plot_path: str | None
         results += [case_lap3d(n, repeats) for n in sizes["lap3d"]]
     if "overhead" in want:
         results.append(case_overhead(repeats))
+    if "parloop_inc" in want:
+        results.append(case_parloop_inc(20_000 if quick else 1_000_000, repeats))
     if "compile" in want:
         results.append(case_compile())
     print(_table(results, bw))

@@ -114,8 +114,9 @@ def kernel_function(kf: k.KernelFunction) -> tuple[str, CPrinter]:
 
 def loop_function(name: str, kernel_call: str, specs: tuple[ArgSpec, ...], atomic: bool,
                   kernel_returns_status: bool) -> str:
-    """The loop over ``order[start:end]`` (or ``start:end`` when ``order`` is NULL)."""
-    params = ["int64_t start", "int64_t end", "const int64_t *restrict order"]
+    """The loop over the blocks ``[blocks[2b], blocks[2b + 1])`` of elements, b < nblocks;
+    blocks run in parallel, the elements of a block in order."""
+    params = ["int64_t nblocks", "const int64_t *restrict blocks"]
     pre: list[str] = []
     body: list[str] = []
     post_body: list[str] = []
@@ -182,9 +183,9 @@ def loop_function(name: str, kernel_call: str, specs: tuple[ArgSpec, ...], atomi
     lines = [f"int {name}({', '.join(params)})", "{", "    int sk_error = 0;"]
     lines += ["    " + x for x in pre]
     red = " ".join(reductions)
-    lines += [f"    #pragma omp parallel for schedule(static) {red} if(end - start > 4096)",
-              "    for (int64_t n = start; n < end; ++n) {",
-              "        const int64_t e = order ? order[n] : n;"]
+    lines += [f"    #pragma omp parallel for schedule(static) {red} if(nblocks > 1)",
+              "    for (int64_t b = 0; b < nblocks; ++b) {",
+              "    for (int64_t e = blocks[2 * b]; e < blocks[2 * b + 1]; ++e) {"]
     lines += ["        " + x for x in body]
     if kernel_returns_status:
         lines += [f"        if ({call}) {{", "            #pragma omp atomic write",
@@ -192,7 +193,7 @@ def loop_function(name: str, kernel_call: str, specs: tuple[ArgSpec, ...], atomi
     else:
         lines.append(f"        {call};")
     lines += ["        " + x for x in post_body]
-    lines += ["    }"]
+    lines += ["    }", "    }"]
     lines += ["    " + x for x in after]
     lines += ["    return sk_error;", "}"]
     return "\n".join(lines)
@@ -200,9 +201,11 @@ def loop_function(name: str, kernel_call: str, specs: tuple[ArgSpec, ...], atomi
 
 def loop_header(name: str, kernel_name: str, specs: tuple[ArgSpec, ...]) -> str:
     lines = [f"/* ParLoop of kernel '{kernel_name}'.", " *",
-             f" * int {name}(start, end, order, ...) runs elements order[start:end] (or",
-             " * start:end when order is NULL) and returns 0, or 2 when the kernel indexed",
-             " * a local array out of range. Arguments, in order:"]
+             f" * int {name}(nblocks, blocks, ...) runs, in parallel, the blocks of elements",
+             " * [blocks[2b], blocks[2b + 1]) for b < nblocks, each block's elements in order",
+             " * (blocks that write shared entries must not run together: call once per",
+             " * colour). Returns 0, or 2 when the kernel indexed a local array out of range.",
+             " * Arguments after the blocks, in order:"]
     for i, s in enumerate(specs):
         t = ctype(s.dtype)
         if s.kind == "direct":
@@ -237,21 +240,18 @@ def source(name: str, kernel_name: str, specs: tuple[ArgSpec, ...], atomic: bool
 
 
 def python_entry(name: str, specs: tuple[ArgSpec, ...], module: str) -> str:
-    """CPython entry: call(start, end, order_or_None, data0, [map0], data1, ...)."""
+    """CPython entry: call(blocks, data0, [map0], data1, ...), blocks an int64 (n, 2) array."""
     nbuf = sum(2 if s.kind in ("indirect", "entry", "mat") else 1 for s in specs) + 1
     lines = ["", "#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "",
              "static PyObject *sk_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {",
              f"    Py_buffer v[{nbuf}];", "    int nv = 0;", "    PyObject *res = NULL;",
-             f"    if (nargs != {nbuf + 2}) {{ PyErr_SetString(PyExc_TypeError, \"wrong number "
+             f"    if (nargs != {nbuf}) {{ PyErr_SetString(PyExc_TypeError, \"wrong number "
              "of arguments\"); return NULL; }",
-             "    int64_t start = PyLong_AsLongLong(args[0]), end = PyLong_AsLongLong(args[1]);",
-             "    if (PyErr_Occurred()) return NULL;",
-             "    const int64_t *order = NULL;",
-             "    if (args[2] != Py_None) {",
-             "        if (PyObject_GetBuffer(args[2], &v[nv], PyBUF_C_CONTIGUOUS) != 0) goto done;",
-             "        order = (const int64_t *)v[nv++].buf;", "    }"]
-    call = ["start", "end", "order"]
-    pos = 3
+             "    if (PyObject_GetBuffer(args[0], &v[nv], PyBUF_C_CONTIGUOUS) != 0) goto done;",
+             "    const int64_t *blocks = (const int64_t *)v[nv].buf;",
+             "    int64_t nblocks = (int64_t)(v[nv++].len / (2 * sizeof(int64_t)));"]
+    call = ["nblocks", "blocks"]
+    pos = 1
     for i, s in enumerate(specs):
         flags = "PyBUF_C_CONTIGUOUS" if s.mode == "READ" else "PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE"
         lines += [f"    if (PyObject_GetBuffer(args[{pos}], &v[nv], {flags}) != 0) goto done;",
