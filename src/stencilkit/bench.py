@@ -282,6 +282,9 @@ def _table(results: list[dict], bw: dict[str, float]) -> str:
             ratio = f"{t / ours:8.2f}" if ours and r["bytes"] else " " * 8
             shown = f"{t * 1e6:9.2f} us" if t < 1e-3 else f"{t * 1e3:9.2f} ms"
             lines.append(f"{r['name']:<14} {impl:<22} {shown:>12} {rate} {frac} {ratio}")
+        if "coloring_seconds" in r:
+            lines.append(f"{r['name']:<14} {'(block colouring, once)':<22} "
+                         f"{r['coloring_seconds'] * 1e3:9.2f} ms")
     return "\n".join(lines)
 
 

@@ -237,8 +237,7 @@ class ParLoop:
                 loc = view[idx].reshape(shape) if a.mode in (READ, RW) else np.zeros(shape,
                                                                                       data.dtype)
                 if a.mode is INC:
-                    finish.append(lambda v=view, i=idx, l_=loc, s=shape: np.add.at(
-                        v, i, l_.reshape(v[i].shape)))
+                    finish.append(lambda v=view, i=idx, l_=loc: scatter_add(v, i, l_))
                 elif a.mode in (WRITE, RW):
                     finish.append(lambda v=view, i=idx, l_=loc: v.__setitem__(
                         i, l_.reshape(v[i].shape)))
@@ -271,6 +270,19 @@ _GENERATED: dict[tuple, tuple[str, object]] = {}
 
 
 BLOCK = 2048
+
+
+def scatter_add(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """``target[index] += values`` with repeated indices accumulated (np.bincount for reals,
+    several times faster than np.add.at)."""
+    flat_index = index.reshape(-1)
+    vals = values.reshape(flat_index.size, target.shape[1])
+    if target.dtype.kind == "f":
+        for col in range(target.shape[1]):
+            target[:, col] += np.bincount(flat_index, weights=vals[:, col],
+                                          minlength=target.shape[0]).astype(target.dtype)
+    else:
+        np.add.at(target, flat_index, vals)
 
 
 def even_blocks(n: int, block: int = BLOCK) -> np.ndarray:
