@@ -201,3 +201,25 @@ def test_written_field_aliasing_another_is_rejected(backend):
     u = rng.random((5, 5, 5))
     with pytest.raises(sk.ArgumentError, match="shares memory"):
         _st(C.lap3d, backend)(u, u)
+
+
+def test_storages_have_the_backend_layout_and_alignment():
+    s = sk.zeros((6, 5, 4), backend="c")
+    assert s.shape == (6, 5, 4) and s.dtype == np.float64
+    assert s.strides == (5 * 8, 8, 6 * 5 * 8)      # IJ planes contiguous, J unit stride
+    assert s.ctypes.data % 64 == 0
+    h = sk.ones((4, 4), np.float32, backend="numpy", halo=1)
+    assert h.shape == (6, 6) and h.flags.c_contiguous and (h == 1).all()
+    a = rng.random((3, 4, 5))
+    st = sk.as_storage(a, backend="c")
+    np.testing.assert_array_equal(st, a)
+    assert sk.full((2, 2, 2), 7.0, backend="c").sum() == 56.0
+
+
+def test_tridiagonal_on_storages(backend):
+    shape = (6, 7, 11)
+    a, c, d = (sk.as_storage(rng.random(shape), backend=backend) for _ in range(3))
+    b = sk.as_storage(3.0 + rng.random(shape), backend=backend)
+    ref_c, ref_d = C.ref_tridiagonal(a, b, c, d)
+    _st(C.tridiagonal, backend)(a, b, c, d)
+    np.testing.assert_allclose(d, ref_d, rtol=1e-13)

@@ -75,6 +75,7 @@ from .parloop import (  # noqa: E402
     kernel,
 )
 from .stencil import PointStencil, stencil  # noqa: E402
+from .storage import as_storage, empty, full, ones, zeros  # noqa: E402
 
 __all__ = [
     "AccessRuleError", "ArgumentError", "BackendError", "PointStencil", "StencilError",
@@ -85,4 +86,5 @@ __all__ = [
     "log10", "max", "min", "mod", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
     "INC", "MAX", "MIN", "READ", "RW", "WRITE", "Dat", "Global", "Kernel", "Map", "Mat", "Set",
     "Sparsity", "kernel", "ParLoop", "flush", "par_loop", "export",
+    "as_storage", "empty", "full", "ones", "zeros",
 ]

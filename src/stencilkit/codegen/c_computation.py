@@ -14,6 +14,7 @@ the loop over that axis is innermost so that it vectorizes):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..passes.pipeline import dump
 from . import c as cgen
 
 AXES = "IJK"
+COLUMN_BLOCK = 8  # columns interleaved per K sweep when K is the contiguous axis
 
 
 def _const(v: int) -> k.Constant:
@@ -222,12 +224,32 @@ class ComputationLowering(PointLowering):
                 row = k.Loop(self.counters[h], start, stop, _const(1), inner_t, vectorize=True)
                 per_level.append(self.k_loop(kc, k0, k1, ms.policy, (row,)))
         body: tuple[k.Stmt, ...] = tuple(per_level)
-        loops = order if unit_k else order[:-1]
-        for depth, axis in reversed(list(enumerate(loops))):
+        if unit_k:
+            # Unroll and jam: K outside a block of columns, so that the block's independent
+            # recurrences overlap instead of waiting on one column's latency chain.
+            outer, inner_axis = order
+            jb = self.ctx.symbol("jb", k.INDEX)
+            start, stop = self.horizontal_range(inner_axis, ext)
+            block_end = k.MathCall("min", (_op("+", _sym(jb), _const(COLUMN_BLOCK)), stop),
+                                   dtype=k.INDEX)
+            body = tuple(self.jam(stmt, inner_axis, _sym(jb), block_end) for stmt in body)
+            body = (k.Loop(jb, start, stop, _const(COLUMN_BLOCK), body),)
+            o_start, o_stop = self.horizontal_range(outer, ext)
+            body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
+                           parallel=True),)
+            return k.Section(title, body)
+        for depth, axis in reversed(list(enumerate(order[:-1]))):
             start, stop = self.horizontal_range(axis, ext)
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
                            parallel=depth == 0),)
         return k.Section(title, body)
+
+    def jam(self, level_loop: k.Stmt, axis: int, start: k.Expr, stop: k.Expr) -> k.Stmt:
+        """Put a loop over ``axis`` in [start, stop) just inside a K loop."""
+        assert isinstance(level_loop, k.Loop)
+        inner = k.Loop(self.counters[axis], start, stop, _const(1), level_loop.body,
+                       vectorize=True)
+        return dataclasses.replace(level_loop, body=(inner,))
 
     def register_decls(self, units: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
         used = {n.field for u in units for n in walk(u) if isinstance(n, d.Access)}
