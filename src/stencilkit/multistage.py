@@ -21,9 +21,18 @@ from .codegen import numpy_computation
 from .errors import ArgumentError, StencilError
 from .frontend.computation import parse_computation
 from .ir import computation as c
+from .passes.inline_temporaries import inline_temporaries
 from .passes.pipeline import dump
 
 Origin = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A definition as a backend compiles it, with its schedule."""
+
+    definition: c.ComputationDef
+    schedule: sch.Schedule
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,11 @@ class ComputationStencil:
         sch.check_access_rules(typed)
         self.definition = typed
         self.schedule = sch.build_schedule(typed)
+        # Compiled backends recompute inlined temporaries in registers; NumPy would materialize
+        # every recomputed subexpression, so it keeps the temporaries.
+        inlined = inline_temporaries(typed)
+        self.plans = {"numpy": Plan(typed, self.schedule),
+                      "c": Plan(inlined, sch.build_schedule(inlined))}
         dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
         self._builds: dict[tuple, object] = {}
         self._temps: dict[tuple, dict[str, np.ndarray]] = {}
@@ -59,7 +73,13 @@ class ComputationStencil:
 
     @property
     def ir(self) -> str:
-        return sch.format_schedule(self.definition, self.schedule)
+        """The definition with its schedule; then the C backend's, if inlining changed it."""
+        text = sch.format_schedule(self.definition, self.schedule)
+        compiled = self.plans["c"]
+        if compiled.definition != self.definition:
+            text += ("\n\nC backend, after inlining temporaries into their readers:\n"
+                     + sch.format_schedule(compiled.definition, compiled.schedule))
+        return text
 
     @property
     def extents(self) -> dict[str, c.Extent]:
@@ -80,9 +100,10 @@ class ComputationStencil:
         fields = {f.name: values[f.name] for f in self.definition.fields}
         if validate_args:
             self._check_fields(fields)
-        geo = self._geometry(fields, origin, domain, validate_args)
-        temps = self._temporaries(geo)
         chosen = backends.resolve(self.backend, self.__name__)
+        plan = self.plans["numpy" if chosen == "numpy" else "c"]
+        geo = self._geometry(fields, origin, domain, validate_args, plan)
+        temps = self._temporaries(geo, plan)
         _, run = self._build(chosen, fields)
         if exec_info is not None:
             exec_info["run_start_time"] = time.perf_counter()
@@ -149,9 +170,10 @@ class ComputationStencil:
 
     # ------------------------------------------------------------ geometry
 
-    def _k_need(self, name: str, nk: int) -> tuple[int, int]:
+    def _k_need(self, name: str, nk: int, schedule: sch.Schedule | None = None
+                ) -> tuple[int, int]:
         below = above = 0
-        for acc in self.schedule.k_accesses:
+        for acc in (schedule or self.schedule).k_accesses:
             if acc.name != name:
                 continue
             k0, k1 = acc.interval.bounds(nk)
@@ -162,7 +184,7 @@ class ComputationStencil:
         return below, above
 
     def _geometry(self, fields: dict[str, np.ndarray], origin: object, domain: object,
-                  validate: bool) -> Geometry:
+                  validate: bool, plan: Plan) -> Geometry:
         defn = self.definition
         given: dict[str, tuple[int, ...]] = {}
         if isinstance(origin, dict):
@@ -192,9 +214,9 @@ class ComputationStencil:
         if validate:
             self._check_halos(fields, origins, dom)
         temp_shapes = {}
-        for t, _ in defn.temporaries:
-            ext = self.schedule.extent(t)
-            below, above = self._k_need(t, dom[2])
+        for t, _ in plan.definition.temporaries:
+            ext = plan.schedule.extent(t)
+            below, above = self._k_need(t, dom[2], plan.schedule)
             origins[t] = (-ext[0], -ext[2], below)
             temp_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2],
                               dom[2] + below + above)
@@ -247,12 +269,12 @@ class ComputationStencil:
                         hint=f"give '{f.name}' an origin of at least {lo} and a size of at "
                              f"least origin + domain + {hi} along {axis}")
 
-    def _temporaries(self, geo: Geometry) -> dict[str, np.ndarray]:
+    def _temporaries(self, geo: Geometry, plan: Plan) -> dict[str, np.ndarray]:
         key = tuple(sorted(geo.temp_shapes.items()))
         temps = self._temps.get(key)
         if temps is None:
             temps = {t: np.zeros(geo.temp_shapes[t], dt)
-                     for t, dt in self.definition.temporaries}
+                     for t, dt in plan.definition.temporaries}
             self._temps = {key: temps}  # keep only the latest geometry's buffers
         return temps
 
@@ -267,12 +289,13 @@ class ComputationStencil:
             key = (backend, tuple(sorted(layout_of(fields, self.definition).items())))
         built = self._builds.get(key)
         if built is None:
+            plan = self.plans["numpy" if backend == "numpy" else "c"]
             if backend == "numpy":
-                built = _build_numpy(self.definition, self.schedule)
+                built = _build_numpy(plan.definition, plan.schedule)
             else:
                 from .codegen.c_computation import build_c
 
-                built = build_c(self.definition, self.schedule, self.source, fields)
+                built = build_c(plan.definition, plan.schedule, self.source, fields)
             dump("code", f"{self.__name__} [{backend}]", built[0])
             self._builds[key] = built
         return built
