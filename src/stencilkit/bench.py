@@ -188,6 +188,85 @@ def case_overhead(repeats: int) -> dict:
             "seconds": {k: v / counts[k] for k, v in t.items()}}
 
 
+def _computations():
+    """The gtscript definitions of the hdiff and tridiag cases (module-level source)."""
+    from . import bench_definitions
+
+    return bench_definitions
+
+
+def case_hdiff(n: int, nk: int, repeats: int) -> dict:
+    import stencilkit as sk
+
+    defs = _computations()
+    rng = np.random.default_rng(0)
+    inp = rng.random((n + 4, n + 4, nk))
+    coeff = 0.1 * rng.random((n + 4, n + 4, nk))
+    out = np.zeros_like(inp)
+    c = sk.stencil(defs.hdiff, backend="c")
+    npb = sk.stencil(defs.hdiff, backend="numpy")
+    geo = {"origin": (2, 2, 0), "domain": (n, n, nk)}
+
+    def hand():
+        lap = 4 * inp[1:-1, 1:-1] - (inp[2:, 1:-1] + inp[:-2, 1:-1] + inp[1:-1, 2:]
+                                     + inp[1:-1, :-2])
+        res = lap[1:, 1:-1] - lap[:-1, 1:-1]
+        flx = np.where(res * (inp[2:-1, 2:-2] - inp[1:-2, 2:-2]) > 0, 0.0, res)
+        res = lap[1:-1, 1:] - lap[1:-1, :-1]
+        fly = np.where(res * (inp[2:-2, 2:-1] - inp[2:-2, 1:-2]) > 0, 0.0, res)
+        out[2:-2, 2:-2] = inp[2:-2, 2:-2] - coeff[2:-2, 2:-2] * (
+            flx[1:] - flx[:-1] + fly[:, 1:] - fly[:, :-1])
+
+    fns = {"stencilkit-c": lambda: c(inp, out, coeff, **geo),
+           "stencilkit-numpy": lambda: npb(inp, out, coeff, **geo), "numpy-slicing": hand}
+    nb = _numba()
+    if nb is not None:
+        fns["numba-njit-parallel"] = lambda: defs.hdiff_numba(inp, coeff, out)
+    t = _median_times(fns, repeats)
+    return {"name": "hdiff", "size": f"{n}x{n}x{nk} float64", "bytes": 0, "seconds": t}
+
+
+def case_tridiag(n: int, nk: int, repeats: int) -> dict:
+    import stencilkit as sk
+
+    defs = _computations()
+    rng = np.random.default_rng(0)
+    base = [rng.random((n, n, nk)), 3 + rng.random((n, n, nk)), rng.random((n, n, nk)),
+            rng.random((n, n, nk))]
+    c = sk.stencil(defs.tridiagonal, backend="c")
+    npb = sk.stencil(defs.tridiagonal, backend="numpy")
+    layouts = {"storage": [sk.as_storage(x, backend="c") for x in base],
+               "c-order": [np.ascontiguousarray(x) for x in base]}
+    work = {k: [x.copy() for x in v] for k, v in layouts.items()}
+    for k in work:  # keep the layout of each copy
+        work[k] = [sk.as_storage(x, backend="c") if k == "storage" else x for x in work[k]]
+
+    def fresh(k):
+        for w, b in zip(work[k], layouts[k]):
+            w[...] = b  # reset c and d: each timed call solves the same system
+
+    fns: dict[str, Callable[[], object]] = {
+        "stencilkit-c-storage": lambda: c(*work["storage"]),
+        "stencilkit-c-c-order": lambda: c(*work["c-order"]),
+        "stencilkit-numpy": lambda: npb(*work["c-order"]),
+    }
+    nb = _numba()
+    if nb is not None:
+        fns["numba-njit-parallel"] = lambda: defs.tridiag_numba(*work["c-order"])
+    resets = {"stencilkit-c-storage": "storage"}
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for rep in range(repeats + 2):
+        for name, f in fns.items():
+            fresh(resets.get(name, "c-order"))
+            t0 = time.perf_counter()
+            f()
+            if rep >= 2:
+                samples[name].append(time.perf_counter() - t0)
+    t = {k: statistics.median(v) for k, v in samples.items()}
+    t["stencilkit-c"] = t["stencilkit-c-storage"]
+    return {"name": "tridiag", "size": f"{n}x{n}x{nk} float64", "bytes": 0, "seconds": t}
+
+
 def triangle_mesh(nx: int, ny: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and triangles of a structured triangulation with 2 * nx * ny cells."""
     i, j = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
@@ -313,13 +392,18 @@ def run(quick: bool = False, json_path: str | None = None, plot_path: str | None
     repeats = 5 if quick else 10
     sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
              "stream": 1 << 21 if quick else 1 << 25}
-    want = set(only or ["jacobi2d", "lap3d", "overhead", "parloop_inc", "compile"])
+    want = set(only or ["jacobi2d", "lap3d", "hdiff", "tridiag", "overhead", "parloop_inc",
+                        "compile"])
     bw = stream(sizes["stream"], repeats)
     results = []
     if "jacobi2d" in want:
         results.append(case_jacobi2d(sizes["jacobi2d"], repeats))
     if "lap3d" in want:
         results += [case_lap3d(n, repeats) for n in sizes["lap3d"]]
+    if "hdiff" in want:
+        results.append(case_hdiff(64 if quick else 256, 16 if quick else 80, repeats))
+    if "tridiag" in want:
+        results.append(case_tridiag(64 if quick else 256, 16 if quick else 80, repeats))
     if "overhead" in want:
         results.append(case_overhead(repeats))
     if "parloop_inc" in want:

@@ -66,6 +66,7 @@ class ComputationStencil:
                       "c": Plan(inlined, sch.build_schedule(inlined))}
         dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
         self._builds: dict[tuple, object] = {}
+        self._geo_cache: dict[tuple, Geometry] = {}
         self._temps: dict[tuple, dict[str, np.ndarray]] = {}
         self._field_names = tuple(f.name for f in typed.fields)
 
@@ -102,7 +103,13 @@ class ComputationStencil:
             self._check_fields(fields)
         chosen = backends.resolve(self.backend, self.__name__)
         plan = self.plans["numpy" if chosen == "numpy" else "c"]
-        geo = self._geometry(fields, origin, domain, validate_args, plan)
+        geo_key = (id(plan), tuple(a.shape for a in fields.values()),
+                   _hashable(origin), _hashable(domain))
+        geo = self._geo_cache.get(geo_key)
+        if geo is None:
+            geo = self._geometry(fields, origin, domain, validate_args, plan)
+            if validate_args:  # only validated geometries are reused
+                self._geo_cache[geo_key] = geo
         temps = self._temporaries(geo, plan)
         _, run = self._build(chosen, fields)
         if exec_info is not None:
@@ -299,6 +306,14 @@ class ComputationStencil:
             dump("code", f"{self.__name__} [{backend}]", built[0])
             self._builds[key] = built
         return built
+
+
+def _hashable(value: object) -> object:
+    if isinstance(value, dict):
+        return tuple(sorted((k, tuple(v)) for k, v in value.items()))
+    if value is None:
+        return None
+    return tuple(value)  # type: ignore[arg-type]
 
 
 def _expand(o: tuple[int, ...], axes: str) -> Origin:
