@@ -1,12 +1,13 @@
-"""Inline temporaries of PARALLEL computations into the statements that read them.
+"""Compute temporaries of PARALLEL computations on the fly, once per offset, in registers.
 
 Requires: a typed computation that passed the access rules. Ensures: in each PARALLEL
-interval body without control flow, a read ``t[di, dj, dk]`` of a temporary defined earlier
-in that body is replaced by ``t``'s defining expression shifted by (di, dj, dk); definitions
-that nothing else reads any more are dropped. The values computed are identical (the same
-operations on the same inputs); what changes is that the stages collapse into one loop nest
-with no temporary arrays, at the price of recomputation. A definition larger than
-``MAX_NODES`` after substitution stays a temporary.
+interval body without control flow, every read ``t[di, dj, dk]`` of a temporary defined
+earlier in that body reads instead a new temporary ``t@di,dj,dk`` that holds ``t``'s
+definition shifted by (di, dj, dk) and is itself read only at offset (0, 0, 0); definitions
+nothing else reads any more are dropped. Values are identical (the same operations on the
+same inputs). The interval then fuses into one stage whose temporaries are all registers:
+each shifted value is computed once per point, instead of being stored to and reloaded from
+a temporary array (GT4Py's "on-the-fly" merging, with common subexpressions kept).
 """
 
 from __future__ import annotations
@@ -18,39 +19,68 @@ from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import rewrite, walk
 
-MAX_NODES = 400
+Offset = tuple[int, int, int]
 
 
-def _shift(e: d.Expr, di: int, dj: int, dk: int) -> d.Expr:
-    if (di, dj, dk) == (0, 0, 0):
-        return e
+def _zero(name: str, e: d.Access, dtype) -> d.Access:
+    return d.Access(name, tuple(d.Const(0, dtype=x.dtype) for x in e.offset), dtype=dtype,
+                    loc=e.loc)
 
-    def fn(n):
-        if isinstance(n, d.Access):
+
+class _IntervalInliner:
+    def __init__(self, temps: dict[str, object], keep: set[str]) -> None:
+        self.temps = temps            # temporary -> dtype
+        self.keep = keep              # temporaries read outside this interval
+        self.version: dict[str, int] = {}
+        self.definitions: dict[tuple[str, int], tuple[d.Expr, dict[str, int], object]] = {}
+        self.made: dict[tuple[str, int, Offset], str] = {}
+        self.body: list[d.Stmt] = []
+        self.new_temps: dict[str, object] = {}
+
+    def register(self, t: str, ver: int, off: Offset) -> str:
+        """The name of a register holding version ``ver`` of ``t`` at ``off``, computed once."""
+        key = (t, ver, off)
+        if key not in self.made:
+            expr, versions, loc = self.definitions[(t, ver)]
+            value = self.replace(expr, versions, off)
+            name = f"{t}_{ver}@{off[0]},{off[1]},{off[2]}"
+            self.body.append(d.Assign(name, value, loc=loc))
+            self.new_temps[name] = self.temps[t]
+            self.made[key] = name
+        return self.made[key]
+
+    def replace(self, e: d.Expr, versions: dict[str, int], shift: Offset) -> d.Expr:
+        def fn(n):
+            if not isinstance(n, d.Access):
+                return None
             o = offsets(n)
+            total = (o[0] + shift[0], o[1] + shift[1], o[2] + shift[2])
+            if n.field in self.temps and n.field in versions:
+                name = self.register(n.field, versions[n.field], total)
+                return _zero(name, n, n.dtype)
+            if shift == (0, 0, 0):
+                return None
             return dataclasses.replace(n, offset=tuple(
-                d.Const(a + b, dtype=x.dtype) for a, b, x in zip(o, (di, dj, dk), n.offset)))
-        return None
+                d.Const(v, dtype=x.dtype) for v, x in zip(total, n.offset)))
 
-    return rewrite(e, fn)
+        return rewrite(e, fn)
 
-
-def _substitute(e: d.Expr, env: dict[str, d.Expr]) -> d.Expr:
-    def fn(n):
-        if isinstance(n, d.Access) and n.field in env:
-            return _shift(env[n.field], *offsets(n))
-        return None
-
-    return rewrite(e, fn)
-
-
-def _size(e: d.Expr) -> int:
-    return sum(1 for _ in walk(e))
+    def statement(self, s: d.Assign, later: tuple[d.Stmt, ...]) -> None:
+        if s.target in self.temps:
+            ver = self.version.get(s.target, -1) + 1
+            self.definitions[(s.target, ver)] = (s.value, dict(self.version), s.loc)
+            self.version[s.target] = ver
+            redefined = any(s.target in writes(x) for x in later)
+            if s.target in self.keep and not redefined:  # others read the stored values
+                value = self.replace(s.value, self.definitions[(s.target, ver)][1], (0, 0, 0))
+                self.body.append(dataclasses.replace(s, value=value))
+            return
+        self.body.append(dataclasses.replace(s, value=self.replace(s.value, self.version,
+                                                                    (0, 0, 0))))
 
 
 def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
-    temps = {t for t, _ in defn.temporaries}
-    # where each temporary is read: (block, interval) positions
+    temps = dict(defn.temporaries)
     readers: dict[str, set[tuple[int, int]]] = {}
     for b_i, block in enumerate(defn.blocks):
         for iv_i, iv in enumerate(block.intervals):
@@ -58,6 +88,7 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
                 for acc in reads(s):
                     if acc.field in temps:
                         readers.setdefault(acc.field, set()).add((b_i, iv_i))
+    new_temps: dict[str, object] = {}
     blocks = []
     for b_i, block in enumerate(defn.blocks):
         if block.policy != "PARALLEL":
@@ -68,25 +99,16 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
             if not all(isinstance(s, d.Assign) for s in iv.body):
                 intervals.append(iv)
                 continue
-            env: dict[str, d.Expr] = {}
-            body: list[d.Stmt] = []
+            keep = {t for t, where in readers.items() if where - {(b_i, iv_i)}}
+            inliner = _IntervalInliner(temps, keep)
             for s_i, s in enumerate(iv.body):
-                value = _substitute(s.value, env)
-                if s.target in temps:
-                    if _size(value) <= MAX_NODES:
-                        env[s.target] = value
-                        later = iv.body[s_i + 1:]
-                        redefined_later = any(s.target in writes(x) for x in later)
-                        read_elsewhere = readers.get(s.target, set()) - {(b_i, iv_i)}
-                        if not read_elsewhere or redefined_later:
-                            continue  # every read it has is inlined
-                    else:
-                        env.pop(s.target, None)
-                body.append(dataclasses.replace(s, value=value))
-            intervals.append(dataclasses.replace(iv, body=tuple(body)))
+                inliner.statement(s, iv.body[s_i + 1:])  # type: ignore[arg-type]
+            new_temps.update(inliner.new_temps)
+            intervals.append(dataclasses.replace(iv, body=tuple(inliner.body)))
         blocks.append(dataclasses.replace(block, intervals=tuple(intervals)))
-    kept = {n.field for b in blocks for iv in b.intervals for s in iv.body for n in walk(s)
+    used = {n.field for b in blocks for iv in b.intervals for s in iv.body for n in walk(s)
             if isinstance(n, d.Access)} | {w for b in blocks for iv in b.intervals
                                            for s in iv.body for w in writes(s)}
-    temporaries = tuple((t, dt) for t, dt in defn.temporaries if t in kept)
+    temporaries = tuple((t, dt) for t, dt in (*defn.temporaries, *new_temps.items())
+                        if t in used)
     return dataclasses.replace(defn, blocks=tuple(blocks), temporaries=temporaries)
