@@ -9,6 +9,7 @@ import pytest
 
 _cache = tempfile.mkdtemp(prefix="stencilkit-test-cache-")
 os.environ.setdefault("STENCILKIT_CACHE_DIR", _cache)
+os.environ.setdefault("GT_CACHE_ROOT", _cache)  # GT4Py's own cache, out of the checkout
 
 import stencilkit as sk  # noqa: E402
 from stencilkit.backends import IMPLEMENTED, REGISTRY  # noqa: E402
