@@ -18,7 +18,7 @@ import numpy as np
 from . import backends
 from .analysis.typing import ArgType, type_point_kernel
 from .build import cache
-from .build.toolchain import toolchain
+from .build.extension import build_extension, current_toolchain, exec_generated, module_name
 from .codegen import c_parloop as cpl
 from .codegen import numpy_parloop
 from .config import current
@@ -113,7 +113,7 @@ class ParLoop:
         return "atomic" if race == "atomic" else "color"
 
     def _key(self, backend: str) -> tuple:
-        return (backend, self.kernel.name, self.kernel.code or id(self.kernel.func),
+        return (backend, self.kernel.name, self.kernel.code or self.kernel.func,
                 tuple(s for s in self.specs), self._race_mode())
 
     def generate(self, backend: str | None = None) -> str:
@@ -123,9 +123,7 @@ class ParLoop:
     def _built(self, backend: str | None):
         chosen = backends.resolve(backend or self.backend, self.kernel.name)
         key = self._key(chosen)
-        built = cache.memory_get(repr(key)) if self.kernel.code is not None else None
-        if built is None:
-            built = _GENERATED.get(key)
+        built = _GENERATED.get(key)
         if built is None:
             built = self._generate(chosen)
             _GENERATED[key] = built
@@ -140,9 +138,7 @@ class ParLoop:
             fname = f"sk_parloop_{name}"
             src = numpy_parloop.kernel_source(self._typed, fname)
             dump("code", f"{name} [numpy]", src)
-            ns: dict[str, object] = {}
-            exec(compile(src, f"<stencilkit parloop {name}>", "exec"), ns)
-            return src, ns[fname]
+            return src, exec_generated("numpy-parloop", src, fname, f"parloop {name}")
         atomic = self._race_mode() == "atomic"
         loop_name = f"sk_parloop_{name}"
         if self._typed is not None:
@@ -154,21 +150,9 @@ class ParLoop:
             text, helpers, status, call = self.kernel.code, set(), False, self.kernel.name
         source = cpl.source(loop_name, name, self.specs, atomic, text, call, helpers, status)
         dump("code", f"{name} [c]", source)
-        cfg = current()
-        tc = toolchain(cfg.cc, cfg.cflags, cfg.openmp)
-        k = cache.key("c-parloop", source, tc.identity)
-        module = f"sk_{k[:24]}"
-        full = source + cpl.python_entry(loop_name, self.specs, module)
-        fn = cache.memory_get(k)
-        if fn is None:
-            filename = cache.extension_filename(module)
-
-            def build(tmp):
-                (tmp / f"{module}.c").write_text(full)
-                tc.compile(tmp / f"{module}.c", tmp / filename, python=True, stencil=name)
-
-            fn = cache.load_extension(cache.get_or_build(k, filename, build), module).call
-            cache.memory_put(k, fn)
+        k = cache.key("c-parloop", source, current_toolchain().identity)
+        full = source + cpl.python_entry(loop_name, self.specs, module_name(k))
+        fn = build_extension(k, full, name)
         return source, fn
 
     # ------------------------------------------------------------ execution

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import backends, dtypes
 from .analysis import schedule as sch
-from .build import cache
+from .build.extension import exec_generated
 from .codegen import numpy_computation
 from .errors import ArgumentError, StencilError
 from .frontend.computation import parse_computation
@@ -326,13 +326,7 @@ def _expand(o: tuple[int, ...], axes: str) -> Origin:
 def _build_numpy(defn: c.ComputationDef, sched: sch.Schedule):
     fname = "sk_" + defn.name
     source = numpy_computation.computation_source(defn, sched, fname)
-    k = cache.key("numpy-computation", source)
-    fn = cache.memory_get(k)
-    if fn is None:
-        namespace: dict[str, object] = {}
-        exec(compile(source, f"<stencilkit {defn.name}>", "exec"), namespace)
-        fn = namespace[fname]
-        cache.memory_put(k, fn)
+    fn = exec_generated("numpy-computation", source, fname, defn.name)
     names = [f.name for f in defn.fields]
     temps = [t for t, _ in defn.temporaries]
     scalars = [s.name for s in defn.scalars]

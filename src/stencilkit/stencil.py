@@ -16,10 +16,9 @@ from . import backends, dtypes
 from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
-from .build.toolchain import toolchain
+from .build.extension import build_extension, current_toolchain, exec_generated, module_name
 from .codegen import c as c_codegen
 from .codegen import numpy as np_codegen
-from .config import current
 from .errors import ArgumentError, StencilError, StencilSyntaxError, StencilTypeError
 from .frontend.computation import is_computation
 from .frontend.point_kernel import parse_point_kernel
@@ -228,14 +227,7 @@ def _build_numpy(typed: pipeline.TypedPointKernel):
     kernel = typed.kernel
     fname = "sk_" + "".join(ch if ch.isalnum() else "_" for ch in kernel.name)
     source = np_codegen.kernel_source(kernel, typed.neighborhood.border, fname)
-    k = cache.key("numpy-point", source)
-    fn = cache.memory_get(k)
-    if fn is None:
-        namespace: dict[str, object] = {}
-        exec(compile(source, f"<stencilkit {kernel.name}>", "exec"), namespace)
-        fn = namespace[fname]
-        cache.memory_put(k, fn)
-    return source, fn
+    return source, exec_generated("numpy-point", source, fname, kernel.name)
 
 
 def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFunction,
@@ -246,8 +238,7 @@ def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFuncti
     kf = lowering.lower()
     pipeline.dump("kernel", kernel.name, c_codegen.kernel_ir_text(kf))
     source, _ = c_codegen.kernel_source(kf)
-    cfg = current()
-    tc = toolchain(cfg.cc, cfg.cflags, cfg.openmp)
+    tc = current_toolchain()
     wrapper_args = []
     for i, (p, t) in enumerate(zip(kernel.params, types)):
         role = ("first" if i == 0 else "relative" if p in kernel.relative else
@@ -259,21 +250,9 @@ def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFuncti
     wrapper_args.append(c_codegen.WrapperArg("fill_border", dtypes.BOOL, 0, role="scalar"))
     wrapper_args.append(c_codegen.WrapperArg("cval", out_dtype, 0, role="scalar"))
     k = cache.key("c-point", source, tc.identity, repr(wrapper_args))
-    module = f"sk_{k[:24]}"
+    module = module_name(k)
     full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name)
-    fn = cache.memory_get(k)
-    if fn is None:
-        filename = cache.extension_filename(module)
-
-        def build(tmp):
-            c_file = tmp / f"{module}.c"
-            c_file.write_text(full)
-            tc.compile(c_file, tmp / filename, python=True, stencil=kernel.name)
-
-        path = cache.get_or_build(k, filename, build)
-        fn = cache.load_extension(path, module).call
-        cache.memory_put(k, fn)
-    return source, fn
+    return source, build_extension(k, full, kernel.name)
 
 
 def stencil(func_or_mode: object = "constant", **options: object):

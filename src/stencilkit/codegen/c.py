@@ -361,14 +361,19 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
     lines += ["    int status;", "    Py_BEGIN_ALLOW_THREADS",
               f"    status = {kernel.name}({', '.join(call_args)});", "    Py_END_ALLOW_THREADS",
               "    for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]);",
-              "    return PyLong_FromLong(status);", "}", "",
-              "static PyMethodDef sk_methods[] = {",
-              "    {\"call\", (PyCFunction)(void (*)(void))sk_call, METH_FASTCALL, NULL},",
-              "    {NULL, NULL, 0, NULL}", "};",
-              f"static struct PyModuleDef sk_module = {{PyModuleDef_HEAD_INIT, \"{module}\", "
-              "NULL, -1, sk_methods};",
-              f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&sk_module); }}", ""]
+              "    return PyLong_FromLong(status);", "}", module_footer(module)]
     return "\n".join(lines)
+
+
+def module_footer(module: str) -> str:
+    """The module definition around ``sk_call`` (METH_FASTCALL)."""
+    return "\n".join([
+        "", "static PyMethodDef sk_methods[] = {",
+        "    {\"call\", (PyCFunction)(void (*)(void))sk_call, METH_FASTCALL, NULL},",
+        "    {NULL, NULL, 0, NULL}", "};",
+        f"static struct PyModuleDef sk_module = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, "
+        "sk_methods};",
+        f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&sk_module); }}", ""])
 
 
 def _scalar_conversion(i: int, a: WrapperArg) -> list[str]:

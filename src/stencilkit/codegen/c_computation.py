@@ -22,14 +22,13 @@ import numpy as np
 from .. import dtypes
 from ..analysis.schedule import MultiStage, Schedule, Stage, offsets, reads, writes
 from ..build import cache
-from ..build.toolchain import toolchain
-from ..config import current
+from ..build.extension import build_extension, current_toolchain, module_name
 from ..frontend.source import SourceFunction
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
-from ..passes.lower_point import PointLowering
+from ..passes.lower_point import PointLowering, free_parameters
 from ..passes.pipeline import dump
 from . import c as cgen
 
@@ -282,7 +281,7 @@ class ComputationLowering(PointLowering):
         sections = tuple(self.multistage(i, ms) for i, ms in enumerate(self.sched.multistages))
         order = [*self.buffers, *[f"origin_{n}_{a}" for n in self.origins for a in self.axes[n]],
                  *[s.name for s in self.defn.scalars], "ni", "nj", "nk"]
-        params = _parameters(sections, order)
+        params = free_parameters(sections, order)
         return k.KernelFunction(f"sk_{self.defn.name}", params, sections,
                                 tuple(self.buffers.values()),
                                 f"computation '{self.defn.name}'", False)
@@ -294,37 +293,6 @@ def stage_union(stages: list[Stage]) -> c.Extent:
         e = st.extent
         ext = (min(ext[0], e[0]), max(ext[1], e[1]), min(ext[2], e[2]), max(ext[3], e[3]))
     return ext
-
-
-def _parameters(body: tuple[k.Stmt, ...], order: list[str]) -> tuple[k.Symbol, ...]:
-    used: dict[str, k.Symbol] = {}
-    bound: set[str] = set()
-    for stmt in body:
-        for n in walk(stmt):
-            match n:
-                case k.Sym(symbol=s):
-                    used.setdefault(s.name, s)
-                case k.Load(buffer=b) | k.Store(buffer=b):
-                    used.setdefault(b.base.name, b.base)
-                    for e in b.strides:
-                        if isinstance(e, k.Sym):
-                            used.setdefault(e.symbol.name, e.symbol)
-                case k.Declare(symbol=s) | k.Loop(counter=s):
-                    bound.add(s.name)
-    rank = {n: i for i, n in enumerate(order)}
-
-    def key(s: k.Symbol) -> tuple[int, int, int]:
-        for p in s.properties:
-            match p:
-                case k.BasePointer(buffer=b):
-                    return rank[b], 0, 0
-                case k.StrideOf(buffer=b, dim=dim):
-                    return rank[b], 2, dim
-                case k.ScalarArgument(name=n):
-                    return rank.get(n, len(rank)), 0, 0
-        raise AssertionError(f"free symbol {s.name} has no origin")
-
-    return tuple(sorted((s for n, s in used.items() if n not in bound), key=key))
 
 
 class ComputationCPrinter(cgen.CPrinter):
@@ -371,8 +339,7 @@ def build_c(defn: c.ComputationDef, sched: Schedule, src: SourceFunction,
     printer = ComputationCPrinter(kf)
     fn_text = printer.function()
     source = "\n".join([printer.prelude(), cgen.header_comment(kf), fn_text, ""])
-    cfg = current()
-    tc = toolchain(cfg.cc, cfg.cflags, cfg.openmp)
+    tc = current_toolchain()
     # Python-level arguments: fields, temporaries held in memory, origins, scalars, domain
     buffers = list(lowering.buffers)
     wargs: list[cgen.WrapperArg] = []
@@ -394,20 +361,9 @@ def build_c(defn: c.ComputationDef, sched: Schedule, src: SourceFunction,
                            f"{lowering.buffers[name].element_type.itemsize}",
                            f"'{name}' changed layout since the code was built"))
     k_ = cache.key("c-computation", source, tc.identity, repr(wargs), repr(checks))
-    module = f"sk_{k_[:24]}"
-    full = source + cgen.python_wrapper(kf, tuple(wargs), module, defn.name, tuple(checks))
-    fn = cache.memory_get(k_)
-    if fn is None:
-        filename = cache.extension_filename(module)
-
-        def build(tmp):
-            c_file = tmp / f"{module}.c"
-            c_file.write_text(full)
-            tc.compile(c_file, tmp / filename, python=True, stencil=defn.name)
-
-        path = cache.get_or_build(k_, filename, build)
-        fn = cache.load_extension(path, module).call
-        cache.memory_put(k_, fn)
+    full = source + cgen.python_wrapper(kf, tuple(wargs), module_name(k_), defn.name,
+                                        tuple(checks))
+    fn = build_extension(k_, full, defn.name)
     scalar_types = {s.name: s.dtype for s in defn.scalars}
     entry = fn
     field_names = {f.name for f in defn.fields}

@@ -17,7 +17,7 @@ from .. import dtypes
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..passes.lower_point import PointLowering
-from .c import _INDEX_HELPERS, _PRELUDE, CPrinter, helper_source
+from .c import _INDEX_HELPERS, _PRELUDE, CPrinter, helper_source, module_footer
 from .cfamily import ctype
 
 
@@ -267,13 +267,7 @@ def python_entry(name: str, specs: tuple[ArgSpec, ...], module: str) -> str:
               f"    status = {name}({', '.join(call)});", "    Py_END_ALLOW_THREADS",
               "    res = PyLong_FromLong(status);",
               "done:", "    for (int q = 0; q < nv; ++q) PyBuffer_Release(&v[q]);",
-              "    return res;", "}", "",
-              "static PyMethodDef sk_methods[] = {",
-              "    {\"call\", (PyCFunction)(void (*)(void))sk_call, METH_FASTCALL, NULL},",
-              "    {NULL, NULL, 0, NULL}", "};",
-              f"static struct PyModuleDef sk_module = {{PyModuleDef_HEAD_INIT, \"{module}\", "
-              "NULL, -1, sk_methods};",
-              f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&sk_module); }}", ""]
+              "    return res;", "}", module_footer(module)]
     return "\n".join(lines)
 
 

@@ -225,7 +225,7 @@ class PointLowering:
         border = k.Section("border: cval where the neighbourhood leaves the array", (
             k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval)),))
         body_all = (border, interior)
-        params = _free_parameters(body_all, kern.params)
+        params = free_parameters(body_all, (*kern.params, OUT, "fill_border", "cval"))
         doc = (f"point kernel '{kern.name}' ({self.filename}:{kern.loc.line if kern.loc else 0})"
                f", {nd}-D, border {list(self.border)}")
         return k.KernelFunction(f"sk_{kern.name.strip('<>')}", params, body_all,
@@ -314,8 +314,11 @@ def _max(a: k.Expr, b: k.Expr) -> k.Expr:
     return k.MathCall("max", (a, b), dtype=k.INDEX)
 
 
-def _free_parameters(body: tuple[k.Stmt, ...], order: tuple[str, ...]) -> tuple[k.Symbol, ...]:
-    """The kernel's parameters: every symbol the body uses but does not declare or loop over."""
+def free_parameters(body: tuple[k.Stmt, ...], order: list[str] | tuple[str, ...]
+                    ) -> tuple[k.Symbol, ...]:
+    """A kernel's parameters: every symbol the body uses but does not declare or loop over,
+    ordered by the argument it belongs to (``order``: buffer and scalar names), then by role
+    (pointer, shape, stride) and dimension."""
     used: dict[str, k.Symbol] = {}
     bound: set[str] = set()
     for stmt in body:
@@ -330,7 +333,7 @@ def _free_parameters(body: tuple[k.Stmt, ...], order: tuple[str, ...]) -> tuple[
                             used.setdefault(e.symbol.name, e.symbol)
                 case k.Declare(symbol=s) | k.Loop(counter=s):
                     bound.add(s.name)
-    rank = {name: i for i, name in enumerate((*order, OUT, "fill_border", "cval"))}
+    rank = {name: i for i, name in enumerate(order)}
 
     def key(s: k.Symbol) -> tuple[int, int, int]:
         for p in s.properties:
@@ -342,7 +345,7 @@ def _free_parameters(body: tuple[k.Stmt, ...], order: tuple[str, ...]) -> tuple[
                 case k.StrideOf(buffer=b, dim=dim):
                     return rank[b], 2, dim
                 case k.ScalarArgument(name=n):
-                    return rank[n], 0, 0
+                    return rank.get(n, len(rank)), 0, 0
         raise AssertionError(f"free symbol {s.name} has no origin")
 
     return tuple(sorted((s for n, s in used.items() if n not in bound), key=key))

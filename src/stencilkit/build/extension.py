@@ -1,0 +1,49 @@
+"""Build a generated CPython extension (once per cache key) and return its entry point."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..config import current
+from . import cache
+from .toolchain import Toolchain, toolchain
+
+
+def current_toolchain() -> Toolchain:
+    cfg = current()
+    return toolchain(cfg.cc, cfg.cflags, cfg.openmp)
+
+
+def module_name(key: str) -> str:
+    return f"sk_{key[:24]}"
+
+
+def build_extension(key: str, source: str, stencil: str) -> Callable[..., int]:
+    """The ``call`` function of the module ``module_name(key)`` compiled from ``source``:
+    from memory, else from the disk cache, else compiled now (under the cache's lock)."""
+    fn = cache.memory_get(key)
+    if fn is None:
+        module = module_name(key)
+        filename = cache.extension_filename(module)
+        tc = current_toolchain()
+
+        def build(tmp):
+            c_file = tmp / f"{module}.c"
+            c_file.write_text(source)
+            tc.compile(c_file, tmp / filename, python=True, stencil=stencil)
+
+        fn = cache.load_extension(cache.get_or_build(key, filename, build), module).call
+        cache.memory_put(key, fn)
+    return fn  # type: ignore[return-value]
+
+
+def exec_generated(kind: str, source: str, function: str, label: str) -> Callable[..., object]:
+    """The function ``function`` defined by generated Python ``source`` (memory-cached)."""
+    key = cache.key(kind, source)
+    fn = cache.memory_get(key)
+    if fn is None:
+        namespace: dict[str, object] = {}
+        exec(compile(source, f"<stencilkit {label}>", "exec"), namespace)
+        fn = namespace[function]
+        cache.memory_put(key, fn)
+    return fn  # type: ignore[return-value]
