@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,13 +33,6 @@ def _probe_c() -> str | None:
 
     cfg = current()
     return None if find_compiler(cfg.cc) else "no C compiler found ($CC, gcc, clang, cc)"
-
-
-def _module_probe(*modules: str) -> Callable[[], str | None]:
-    def probe() -> str | None:
-        missing = [m for m in modules if importlib.util.find_spec(m) is None]
-        return f"needs {', '.join(missing)}" if missing else "not implemented yet"
-    return probe
 
 
 REGISTRY: dict[str, Backend] = {

@@ -314,5 +314,3 @@ def flush() -> None:
     """Run every queued loop (lazy mode)."""
     lazy.flush()
 
-
-_ = RW

@@ -14,11 +14,11 @@ from types import FunctionType
 
 import numpy as np
 
-from . import backends, dtypes
+from . import backends
 from .analysis import schedule as sch
 from .build.extension import exec_generated
 from .codegen import numpy_computation
-from .errors import ArgumentError, StencilError
+from .errors import ArgumentError
 from .frontend.computation import parse_computation
 from .ir import computation as c
 from .passes.inline_temporaries import inline_temporaries
@@ -338,10 +338,3 @@ def _build_numpy(defn: c.ComputationDef, sched: sch.Schedule):
         fn(*args, geo.origins, geo.domain)
 
     return source, run
-
-
-def is_scalar(value: object) -> bool:
-    return isinstance(value, (bool, int, float, complex, np.generic))
-
-
-__all__ = ["ComputationStencil", "StencilError", "dtypes"]

@@ -25,7 +25,7 @@ from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
 from .ir import definition as d
 from .passes import pipeline
-from .passes.lower_point import Layout, PointLowering
+from .passes.lower_point import Layout
 from .runtime.launch import NumpyPointCall, PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
@@ -233,10 +233,7 @@ def _build_numpy(typed: pipeline.TypedPointKernel):
 def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFunction,
              out_dtype: np.dtype, types: tuple[ArgType, ...]):
     kernel = typed.kernel
-    lowering = PointLowering(kernel, typed.neighborhood.border, layout, src.line_text,
-                             src.filename.rsplit("/", 1)[-1], out_dtype=out_dtype)
-    kf = lowering.lower()
-    pipeline.dump("kernel", kernel.name, c_codegen.kernel_ir_text(kf))
+    kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype)
     source, _ = c_codegen.kernel_source(kf)
     tc = current_toolchain()
     wrapper_args = []
@@ -249,7 +246,8 @@ def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFuncti
                                              layout.out_unit_stride, "out"))
     wrapper_args.append(c_codegen.WrapperArg("fill_border", dtypes.BOOL, 0, role="scalar"))
     wrapper_args.append(c_codegen.WrapperArg("cval", out_dtype, 0, role="scalar"))
-    k = cache.key("c-point", source, tc.identity, repr(wrapper_args))
+    k = cache.key("c-point", repr(pipeline.POINT_PIPELINE), source, tc.identity,
+                  repr(wrapper_args))
     module = module_name(k)
     full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name)
     return source, build_extension(k, full, kernel.name)

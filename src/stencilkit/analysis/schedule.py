@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .. import dtypes
 from ..errors import AccessRuleError
 from ..ir import computation as c
 from ..ir import definition as d
@@ -266,7 +265,3 @@ def format_schedule(defn: c.ComputationDef, sched: Schedule) -> str:
     lines.append("  field extents: " + ", ".join(
         f"{n} i[{e[0]},{e[1]}] j[{e[2]},{e[3]}]" for n, e in sched.extents))
     return "\n".join(lines)
-
-
-def is_scalar_type(t) -> bool:
-    return t in dtypes.SUPPORTED

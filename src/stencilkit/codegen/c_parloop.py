@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..passes.lower_point import PointLowering
@@ -269,7 +268,3 @@ def python_entry(name: str, specs: tuple[ArgSpec, ...], module: str) -> str:
               "done:", "    for (int q = 0; q < nv; ++q) PyBuffer_Release(&v[q]);",
               "    return res;", "}", module_footer(module)]
     return "\n".join(lines)
-
-
-def is_bool(t: np.dtype) -> bool:
-    return t == dtypes.BOOL

@@ -9,7 +9,6 @@ the construct, its location and what to write instead.
 from __future__ import annotations
 
 import ast
-import math
 from collections.abc import Callable
 from types import ModuleType
 
@@ -282,5 +281,3 @@ def assigned_names(body: list[ast.stmt]) -> set[str]:
             names.add(node.id)
     return names
 
-
-_ = math  # math constants are reached through the resolved module objects

@@ -6,18 +6,22 @@
 from __future__ import annotations
 
 import sys
-import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
 
 from ..analysis import neighborhood as nbh
 from ..analysis.typing import ArgType, type_point_kernel
+from ..codegen.c import kernel_ir_text
 from ..config import current
+from ..errors import StencilTypeError
 from ..ir import definition as d
 from ..ir import kernel as k
 from .lower_point import Layout, PointLowering
 from .single_exit import single_exit
 
-#: The stages in order; their names are part of every cache key.
+#: The stages in order; their names are part of the point kernels' cache keys.
 POINT_PIPELINE = ("parse", "neighborhood", "single_exit", "typing", "lower")
 
 
@@ -25,11 +29,6 @@ def dump(stage: str, title: str, text: str) -> None:
     if stage in current().dump:
         bar = "-" * 20
         print(f"{bar} {stage}: {title} {bar}\n{text}\n", file=sys.stderr)
-
-
-@dataclass
-class PipelineTimings:
-    seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -42,20 +41,22 @@ class TypedPointKernel:
 
 def analyse(kernel: d.PointKernel, args: tuple[ArgType, ...],
             explicit: nbh.Neighborhood | None) -> TypedPointKernel:
+    """Stages "neighborhood", "single_exit" and "typing" for one call signature."""
     dump("ir", kernel.name, d.format_point_kernel(kernel))
-    result = nbh.infer(kernel, args[0].ndim if args and args[0].is_array else 0, explicit) \
-        if args and args[0].is_array else None
-    if result is None:
-        type_point_kernel(kernel, args)  # raises the right error for a scalar first argument
-        raise AssertionError("unreachable")
+    if not args or not args[0].is_array:
+        raise StencilTypeError("the first argument to a stencil kernel must be the primary "
+                               "input array", stencil=kernel.name, loc=kernel.loc,
+                               hint="pass an array as the first argument")
+    result = nbh.infer(kernel, args[0].ndim, explicit)
     typed = type_point_kernel(single_exit(kernel), args)
     dump("typed", kernel.name, d.format_point_kernel(typed))
     return TypedPointKernel(typed, result)
 
 
-def lower(typed: TypedPointKernel, layout: Layout, line_text, filename: str) -> k.KernelFunction:
-    start = time.perf_counter()
-    fn = PointLowering(typed.kernel, typed.neighborhood.border, layout, line_text,
-                       filename).lower()
-    del start
-    return fn
+def lower(typed: TypedPointKernel, layout: Layout, line_text: Callable[[int], str],
+          filename: str, out_dtype: np.dtype) -> k.KernelFunction:
+    """Stage "lower": the kernel IR of one specialization."""
+    kf = PointLowering(typed.kernel, typed.neighborhood.border, layout, line_text, filename,
+                       out_dtype=out_dtype).lower()
+    dump("kernel", typed.kernel.name, kernel_ir_text(kf))
+    return kf
