@@ -139,3 +139,24 @@ def test_cli_demo(tmp_path):
                          capture_output=True, text=True, check=True)
     assert "us per step" in out.stdout
     assert png.stat().st_size > 1000 and Path(png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch):
+    import dataclasses
+    import warnings
+
+    from stencilkit import backends
+
+    no_c = dataclasses.replace(backends.REGISTRY["c"], probe=lambda: "no C compiler found")
+    monkeypatch.setitem(backends.REGISTRY, "c", no_c)
+    monkeypatch.setattr(backends, "_warned_fallback", False)
+    sk.configure(backend=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r1 = sk.stencil(K.blur)(A)
+        r2 = sk.stencil(K.lap1d)(np.arange(5.0))
+    assert len([w for w in caught if "numpy" in str(w.message)]) == 1
+    np.testing.assert_array_equal(r1, sk.stencil(K.blur, backend="numpy")(A))
+    assert r2[2] == 0.0
+    with pytest.raises(sk.BackendError, match="not available"):
+        sk.stencil(K.blur, backend="c")(A)

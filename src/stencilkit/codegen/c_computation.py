@@ -79,6 +79,65 @@ def register_temporaries(defn: c.ComputationDef, sched: Schedule) -> frozenset[s
     return frozenset(out)
 
 
+def column_groups(sched: Schedule) -> list[list[tuple[int, MultiStage]]]:
+    """Consecutive column-mode multistages that can share one loop over columns: none reads
+    with a horizontal offset what another one writes."""
+    groups: list[list[tuple[int, MultiStage]]] = []
+    for m_i, ms in enumerate(sched.multistages):
+        prev = groups[-1] if groups else None
+        if ms.mode == "columns" and prev and prev[-1][1].mode == "columns" and all(
+                _no_offset_crossing(a, ms) for _, a in prev):
+            prev.append((m_i, ms))
+        else:
+            groups.append([(m_i, ms)])
+    return groups
+
+
+def _no_offset_crossing(a: MultiStage, b: MultiStage) -> bool:
+    for x, y in ((a, b), (b, a)):
+        for isched in y.intervals:
+            for st in isched.stages:
+                for unit in st.units:
+                    for acc in reads(unit):
+                        if acc.field in x.written and offsets(acc)[:2] != (0, 0):
+                            return False
+    return True
+
+
+def column_temporaries(defn: c.ComputationDef, sched: Schedule, unit_k: bool,
+                       registers: frozenset[str]) -> dict[str, tuple[int, int]]:
+    """Temporaries that can live in a per-thread column buffer, with the K levels they need
+    below and above the level being computed: written and read in one columns-mode
+    multistage (K contiguous, so columns are jammed), every read at horizontal offset 0."""
+    if not unit_k:
+        return {}
+    out = {}
+    for t, _ in defn.temporaries:
+        if t in registers:
+            continue
+        homes = set()
+        ks = [0]
+        ok = True
+        for m_i, ms in enumerate(sched.multistages):
+            for isched in ms.intervals:
+                for stage in isched.stages:
+                    for unit in stage.units:
+                        touched = t in writes(unit)
+                        for acc in reads(unit):
+                            if acc.field == t:
+                                touched = True
+                                di, dj, dk = offsets(acc)
+                                ok &= (di, dj) == (0, 0)
+                                ks.append(dk)
+                        if touched:
+                            homes.add(m_i)
+        group_of = {m_i: g_i for g_i, g in enumerate(column_groups(sched)) for m_i, _ in g}
+        if ok and homes and len({group_of[m] for m in homes}) == 1 and all(
+                sched.multistages[m].mode == "columns" for m in homes):
+            out[t] = (max(0, -min(ks)), max(0, max(ks)))
+    return out
+
+
 class ComputationLowering(PointLowering):
     """Reuses the point-kernel expression lowering; accesses become origin-relative loads."""
 
@@ -91,6 +150,10 @@ class ComputationLowering(PointLowering):
         self.sched = sched
         self.layout = layout
         self.registers = register_temporaries(defn, sched)
+        self.columns = column_temporaries(defn, sched, self.loop_order()[-1] == 2,
+                                          self.registers)
+        self.column_buffers: dict[str, k.Buffer] = {}
+        self.jam: tuple[k.Expr, k.Expr] | None = None  # (block start, levels per column)
         self.axes: dict[str, str] = {f.name: f.axes for f in defn.fields}
         self.origins: dict[str, list[k.Symbol]] = {}
         for t, _ in defn.temporaries:
@@ -98,6 +161,8 @@ class ComputationLowering(PointLowering):
         for name, dtype in [(f.name, f.dtype) for f in defn.fields] + list(defn.temporaries):
             if name in self.registers:
                 self.locals[name] = self.ctx.symbol(name, dtype)
+                continue
+            if name in self.columns:
                 continue
             ax = self.axes[name]
             self.buffers[name] = self.ctx.buffer(name, dtype, len(ax), unit_stride_last=False,
@@ -120,10 +185,20 @@ class ComputationLowering(PointLowering):
         if isinstance(e, d.Access):
             if e.field in self.registers:
                 return _sym(self.locals[e.field])
-            return k.Load(self.buffers[e.field], self.index(e.field, offsets(e)), dtype=e.dtype)
+            return k.Load(self.buffer(e.field), self.index(e.field, offsets(e)), dtype=e.dtype)
         return super().expr(e)
 
+    def buffer(self, name: str) -> k.Buffer:
+        return self.column_buffers.get(name) or self.buffers[name]
+
     def index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
+        if name in self.columns:  # (column within the jammed block, level)
+            assert self.jam is not None
+            jb, _ = self.jam
+            inner = self.loop_order()[1]
+            below = self.columns[name][0]
+            return (_op("-", _sym(self.counters[inner]), jb),
+                    _op("+", _sym(self.counters[2]), _const(below + off[2])))
         idx = []
         for a, o in zip(self.axes[name], self.origins[name]):
             ai = AXES.index(a)
@@ -139,7 +214,7 @@ class ComputationLowering(PointLowering):
                 if s.target in self.registers:
                     out.append(k.SetSym(self.locals[s.target], value, loc=s.loc, source=src))
                 else:
-                    out.append(k.Store(self.buffers[s.target],
+                    out.append(k.Store(self.buffer(s.target),
                                        self.index(s.target, (0, 0, 0)), value, loc=s.loc,
                                        source=src))
             else:
@@ -203,36 +278,60 @@ class ComputationLowering(PointLowering):
                                for st in isched.stages)
                 levels.append(self.k_loop(kc, k0, k1, ms.policy, stages))
             return k.Section(title + " (parallel region)", tuple(levels))
-        # columns: every stage of every interval fused under one column loop
-        ext = stage_union([st for isched in ms.intervals for st in isched.stages])
+        return self.columns_group([(m_i, ms)])
+
+    def columns_group(self, group: list[tuple[int, MultiStage]]) -> k.Stmt:
+        """Column-mode multistages fused under one loop over columns: every stage of every
+        interval of each, the multistages one after the other within each column."""
+        title = "; ".join(f"multistage {m_i}: {ms.policy}" for m_i, ms in group) + ", by columns"
+        stages = [st for _, ms in group for isched in ms.intervals for st in isched.stages]
+        ext = stage_union(stages)
         order = [a for a in self.loop_order() if a != 2]
         unit_k = self.loop_order()[-1] == 2
+        kc = self.counters[2]
+        written = set().union(*(ms.written for _, ms in group))
+        arrays: list[k.Stmt] = []
+        jb = self.ctx.symbol("jb", k.INDEX)
+        if unit_k:
+            for t, (below, above) in sorted(self.columns.items()):
+                if t not in written:
+                    continue
+                span = _op("+", _sym(self.domain[2]), _const(below + above))
+                base = self.ctx.symbol(f"{t}_column", dict(self.defn.temporaries)[t],
+                                       pointer=True)
+                buf = k.Buffer(t, base.dtype, base, (_const(COLUMN_BLOCK), span),
+                               (span, _const(1)))
+                self.column_buffers[t] = buf
+                arrays.append(k.DeclareArray(buf, k.Op("*", (_const(COLUMN_BLOCK), span),
+                                                      dtype=k.INDEX)))
+            self.jam = (_sym(jb), _const(0))
         per_level: list[k.Stmt] = []
-        for isched in ivs:
-            k0, k1 = self.k_bounds(isched.interval)
-            inner: list[k.Stmt] = []
-            for st in isched.stages:
-                inner += list(self.guarded(st, ext))
-            units = tuple(u for st in isched.stages for u in st.units)
-            inner_t = self.register_decls(units) + tuple(inner)
-            if unit_k:
-                per_level.append(self.k_loop(kc, k0, k1, ms.policy, inner_t))
-            else:
-                h = order[-1]
-                start, stop = self.horizontal_range(h, ext)
-                row = k.Loop(self.counters[h], start, stop, _const(1), inner_t, vectorize=True)
-                per_level.append(self.k_loop(kc, k0, k1, ms.policy, (row,)))
+        for _, ms in group:
+            for isched in ms.intervals:
+                k0, k1 = self.k_bounds(isched.interval)
+                inner: list[k.Stmt] = []
+                for st in isched.stages:
+                    inner += list(self.guarded(st, ext))
+                units = tuple(u for st in isched.stages for u in st.units)
+                inner_t = self.register_decls(units) + tuple(inner)
+                if unit_k:
+                    per_level.append(self.k_loop(kc, k0, k1, ms.policy, inner_t))
+                else:
+                    h = order[-1]
+                    start, stop = self.horizontal_range(h, ext)
+                    row = k.Loop(self.counters[h], start, stop, _const(1), inner_t,
+                                 vectorize=True)
+                    per_level.append(self.k_loop(kc, k0, k1, ms.policy, (row,)))
         body: tuple[k.Stmt, ...] = tuple(per_level)
         if unit_k:
             # Unroll and jam: K outside a block of columns, so that the block's independent
             # recurrences overlap instead of waiting on one column's latency chain.
             outer, inner_axis = order
-            jb = self.ctx.symbol("jb", k.INDEX)
             start, stop = self.horizontal_range(inner_axis, ext)
             block_end = k.MathCall("min", (_op("+", _sym(jb), _const(COLUMN_BLOCK)), stop),
                                    dtype=k.INDEX)
-            body = tuple(self.jam(stmt, inner_axis, _sym(jb), block_end) for stmt in body)
-            body = (k.Loop(jb, start, stop, _const(COLUMN_BLOCK), body),)
+            body = tuple(self.jam_levels(stmt, inner_axis, _sym(jb), block_end) for stmt in body)
+            body = (k.Loop(jb, start, stop, _const(COLUMN_BLOCK), tuple(arrays) + body),)
             o_start, o_stop = self.horizontal_range(outer, ext)
             body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
                            parallel=True),)
@@ -243,7 +342,7 @@ class ComputationLowering(PointLowering):
                            parallel=depth == 0),)
         return k.Section(title, body)
 
-    def jam(self, level_loop: k.Stmt, axis: int, start: k.Expr, stop: k.Expr) -> k.Stmt:
+    def jam_levels(self, level_loop: k.Stmt, axis: int, start: k.Expr, stop: k.Expr) -> k.Stmt:
         """Put a loop over ``axis`` in [start, stop) just inside a K loop."""
         assert isinstance(level_loop, k.Loop)
         inner = k.Loop(self.counters[axis], start, stop, _const(1), level_loop.body,
@@ -278,7 +377,13 @@ class ComputationLowering(PointLowering):
         return k.Loop(kc, k0, k1, _const(1), body)
 
     def lower_all(self) -> k.KernelFunction:
-        sections = tuple(self.multistage(i, ms) for i, ms in enumerate(self.sched.multistages))
+        sections = []
+        for group in column_groups(self.sched):
+            if len(group) > 1:
+                sections.append(self.columns_group(group))
+            else:
+                sections.append(self.multistage(*group[0]))
+        sections = tuple(sections)
         order = [*self.buffers, *[f"origin_{n}_{a}" for n in self.origins for a in self.axes[n]],
                  *[s.name for s in self.defn.scalars], "ni", "nj", "nk"]
         params = free_parameters(sections, order)

@@ -175,6 +175,9 @@ class CFamilyPrinter:
                 self.declared.add(sym.name)
                 init = f" = {self.expr(v)}" if v is not None else ""
                 return [f"{indent}{ctype(sym.dtype)} {sym.name}{init};"]
+            case k.DeclareArray(buffer=b, size=n):
+                self.declared.add(b.base.name)
+                return [f"{indent}{ctype(b.element_type)} {b.base.name}[{self.expr(n)}];"]
             case k.SetSym(symbol=sym, value=v):
                 return [f"{indent}{sym.name} = {self.expr(v)};"]
             case k.Store(buffer=b, indices=idx, value=v):

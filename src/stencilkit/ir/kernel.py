@@ -225,6 +225,15 @@ class Declare(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class DeclareArray(Stmt):
+    """A local array of ``size`` elements (a C99 variable-length array), named by the
+    buffer's base pointer."""
+
+    buffer: Buffer
+    size: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class SetSym(Stmt):
     symbol: Symbol
     value: Expr

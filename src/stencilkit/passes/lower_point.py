@@ -333,6 +333,8 @@ def free_parameters(body: tuple[k.Stmt, ...], order: list[str] | tuple[str, ...]
                             used.setdefault(e.symbol.name, e.symbol)
                 case k.Declare(symbol=s) | k.Loop(counter=s):
                     bound.add(s.name)
+                case k.DeclareArray(buffer=b):
+                    bound.add(b.base.name)
     rank = {name: i for i, name in enumerate(order)}
 
     def key(s: k.Symbol) -> tuple[int, int, int]:
