@@ -149,3 +149,14 @@ def test_out_aliasing_an_input_sees_the_old_input(backend):
     expected[1:-1, 1:-1] = st(view_in.copy())[1:-1, 1:-1]
     st(view_in, out=view_out)
     np.testing.assert_array_equal(view_out, expected)
+
+
+def test_ndarray_subclasses_are_keyed_by_dtype(backend, tmp_path):
+    st = sk.stencil(K.int_add, backend=backend)
+    ints = np.memmap(tmp_path / "i.dat", dtype=np.int64, mode="w+", shape=(4, 5))
+    ints[:] = np.arange(20).reshape(4, 5)
+    floats = np.memmap(tmp_path / "f.dat", dtype=np.float64, mode="w+", shape=(4, 5))
+    floats[:] = np.arange(20).reshape(4, 5) + 0.5
+    assert st(ints).dtype == np.int64
+    r = st(floats)
+    assert r.dtype == np.float64 and r[0, 0] == 1.5 + 5.5

@@ -130,8 +130,10 @@ class PointStencil:
     def _normalize(self, args: tuple[object, ...]) -> tuple[object, ...]:
         out = []
         for i, a in enumerate(args):
-            if isinstance(a, np.ndarray) or isinstance(a, _SCALAR_TYPES):
+            if type(a) is np.ndarray or isinstance(a, _SCALAR_TYPES):
                 out.append(a)
+            elif isinstance(a, np.ndarray):  # a subclass (memmap, ...): a plain view, so that
+                out.append(a.view(np.ndarray))  # the signature key sees its dtype and layout
             elif isinstance(a, (list, tuple)) or hasattr(a, "__array_interface__") \
                     or hasattr(a, "__array__") or hasattr(a, "__dlpack__"):
                 out.append(np.asarray(a))
