@@ -160,3 +160,10 @@ def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch):
     assert r2[2] == 0.0
     with pytest.raises(sk.BackendError, match="not available"):
         sk.stencil(K.blur, backend="c")(A)
+
+
+def test_planned_backends_say_they_are_not_built():
+    for name in ("numba", "cuda", "opencl"):
+        with pytest.raises(sk.BackendError, match="not built yet"):
+            sk.stencil(K.blur, backend=name)(A)
+    assert set(sk.backends.available()) >= {"numpy"}

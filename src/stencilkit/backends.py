@@ -35,10 +35,17 @@ def _probe_c() -> str | None:
     return None if find_compiler(cfg.cc) else "no C compiler found ($CC, gcc, clang, cc)"
 
 
+def _not_built() -> str | None:
+    return "not built yet in this version of stencilkit (see README, Status)"
+
+
 REGISTRY: dict[str, Backend] = {
     "numpy": Backend("numpy", "vectorized NumPy reference", "NumPy", _always),
     "c": Backend("c", "C99 + OpenMP via the system compiler, loaded in-process", "gcc or clang",
                  _probe_c),
+    "numba": Backend("numba", "generated loops compiled by Numba", "numba", _not_built),
+    "cuda": Backend("cuda", "CUDA C on CuPy arrays", "cupy, an NVIDIA GPU", _not_built),
+    "opencl": Backend("opencl", "OpenCL C via PyOpenCL", "pyopencl", _not_built),
 }
 
 #: Backends that generate code today; the parametrized test suite runs over these.
