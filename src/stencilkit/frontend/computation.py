@@ -213,10 +213,8 @@ def _interval_bounds(tr: _ComputationTranslator, call: ast.Call) -> tuple[c.Axis
 
 
 def _policy(tr: _ComputationTranslator, call: ast.expr) -> str:
-    if isinstance(call, ast.Call) and len(call.args) == 1 and tr.resolve_global(
-            call.func).__class__.__name__ == "function" and getattr(
-            tr.resolve_global(call.func), "__name__", "") == "computation":
-        p = tr.resolve_global(call.args[0])
+    if _is_call_of(tr, call, "computation") and len(call.args) == 1:  # type: ignore[attr-defined]
+        p = tr.resolve_global(call.args[0])  # type: ignore[attr-defined]
         if isinstance(p, Policy):
             return p.value
     raise tr.error(call, "expected computation(PARALLEL | FORWARD | BACKWARD)")
