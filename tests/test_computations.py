@@ -223,3 +223,26 @@ def test_tridiagonal_on_storages(backend):
     ref_c, ref_d = C.ref_tridiagonal(a, b, c, d)
     _st(C.tridiagonal, backend)(a, b, c, d)
     np.testing.assert_allclose(d, ref_d, rtol=1e-13)
+
+
+def test_malformed_definitions_are_syntax_errors():
+    from stencilkit import PARALLEL, Field, computation, interval
+
+    def bad_policy(a: Field[float]):
+        with computation(42), interval(...):
+            a = a + 1.0  # noqa: F841
+
+    def outside(a: Field[float]):
+        a = a + 1.0  # noqa: F841
+        with computation(PARALLEL), interval(...):
+            a = a + 1.0
+
+    def no_annotation(a):
+        with computation(PARALLEL), interval(...):
+            a = a + 1.0  # noqa: F841
+
+    for func, match in ((bad_policy, "PARALLEL"), (outside, "inside"),
+                        (no_annotation, "annotation")):
+        with pytest.raises(sk.StencilSyntaxError, match=match) as info:
+            sk.stencil(func)
+        assert "test_computations.py" in str(info.value)

@@ -19,7 +19,7 @@ from ..errors import StencilSyntaxError, StencilTypeError
 from ..gtscript import FieldType, GTFunction, Policy
 from ..ir import computation as c
 from ..ir import definition as d
-from .source import SourceFunction, parse_function
+from .source import SourceFunction, closure_namespace, parse_function
 from .translate import Translator, assigned_names
 
 
@@ -38,8 +38,15 @@ def is_computation(func: object) -> bool:
 
 
 def _annotations(func: FunctionType, name: str) -> dict[str, object]:
+    """Parameter annotations, evaluated when they are strings (``from __future__ import
+    annotations``) with the gtscript names available even where the module lacks them."""
+    from .. import gtscript
+
+    vocabulary = {n: getattr(gtscript, n) for n in ("Field", "IJ", "IJK", "I", "J", "K")}
+    vocabulary["np"] = np
     try:
-        return inspect.get_annotations(func, eval_str=True)
+        return inspect.get_annotations(func, eval_str=True,
+                                       locals={**vocabulary, **closure_namespace(func)})
     except Exception as exc:  # a string annotation that does not evaluate
         raise StencilSyntaxError(f"cannot evaluate the parameter annotations: {exc}",
                                  stencil=name, hint="annotate with Field[...] or a scalar type"
