@@ -361,3 +361,40 @@ def test_wrong_map_for_the_dat():
     with pytest.raises(sk.ArgumentError, match="points into"):
         sk.ParLoop(cell_area, cells, sk.Dat(cells)(sk.WRITE), sk.Dat(cells, dim=2)(sk.READ, c2n),
                    sk.Global(1)(sk.INC))
+
+
+@pytest.mark.parametrize("race", ["atomic", "color"])
+def test_min_max_through_a_map(backend, mesh_name, race):
+    @sk.kernel
+    def extremes(area, lo, hi):
+        for i in range(3):
+            lo[i, 0] = min(lo[i, 0], area[0])
+            hi[i, 0] = max(hi[i, 0], area[0])
+
+    xy, tri, cells, nodes, c2n, _ = mesh(mesh_name)
+    areas = ref_areas(xy, tri)
+    area = sk.Dat(cells, data=areas)
+    lo = sk.Dat(nodes, data=np.full(len(xy), 0.3))   # current values take part
+    hi = sk.Dat(nodes)
+    sk.configure(race=race)
+    sk.par_loop(extremes, cells, area(sk.READ), lo(sk.MIN, c2n), hi(sk.MAX, c2n),
+                backend=backend)
+    exp_lo, exp_hi = np.full(len(xy), 0.3), np.zeros(len(xy))
+    for c, t in enumerate(tri):
+        for n in t:
+            exp_lo[n] = min(exp_lo[n], areas[c])
+            exp_hi[n] = max(exp_hi[n], areas[c])
+    np.testing.assert_array_equal(lo.data, exp_lo)
+    np.testing.assert_array_equal(hi.data, exp_hi)
+
+
+def test_direct_min(backend):
+    s = sk.Set(5)
+    d = sk.Dat(s, data=[5.0, 1.0, 3.0, 0.0, 9.0])
+
+    @sk.kernel
+    def clamp(x):
+        x[0] = min(x[0], 2.0)
+
+    sk.par_loop(clamp, s, d(sk.MIN), backend=backend)
+    np.testing.assert_array_equal(d.data, [2.0, 1.0, 2.0, 0.0, 2.0])

@@ -342,10 +342,10 @@ def check_args(kern: Kernel, iterset: Set, args: tuple[Arg, ...]) -> None:
                 raise ArgumentError(f"argument {i + 1}: a Global cannot be {a.mode.value}",
                                     stencil=name, hint="use READ, INC, MIN or MAX")
             continue
-        if a.mode in (MIN, MAX):
-            raise ArgumentError(f"argument {i + 1}: {a.mode.value} applies to Globals only",
-                                stencil=name, hint="reduce into an sk.Global")
         if kind == "mat":
+            if a.mode in (MIN, MAX):
+                raise ArgumentError(f"argument {i + 1}: matrices take INC or WRITE, not "
+                                    f"{a.mode.value}", stencil=name)
             rm, cm = a.path  # type: ignore[misc]
             if rm.from_set is not iterset:
                 raise ArgumentError(f"argument {i + 1}: the matrix maps iterate over "

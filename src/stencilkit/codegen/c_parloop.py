@@ -38,7 +38,8 @@ class ArgSpec:
 
     @property
     def writes_shared(self) -> bool:
-        return self.kind in ("indirect", "entry", "mat") and self.mode in ("INC", "WRITE", "RW")
+        return self.kind in ("indirect", "entry", "mat") and self.mode in (
+            "INC", "WRITE", "RW", "MIN", "MAX")
 
 
 class KernelLowering(PointLowering):
@@ -125,7 +126,15 @@ def loop_function(name: str, kernel_call: str, specs: tuple[ArgSpec, ...], atomi
     for i, s in enumerate(specs):
         t = ctype(s.dtype)
         const = "const " if s.mode == "READ" else ""
-        if s.kind == "direct":
+        if s.kind == "direct" and s.mode in ("MIN", "MAX"):
+            # the kernel sees the current value; what it leaves is reduced into the Dat
+            params.append(f"{t} *restrict a{i}")
+            body.append(f"{t} l{i}[{s.dim}];")
+            body.append(f"for (int q = 0; q < {s.dim}; ++q) l{i}[q] = a{i}[e * {s.dim} + q];")
+            cmp = "<" if s.mode == "MIN" else ">"
+            post_body.append(f"for (int q = 0; q < {s.dim}; ++q) if (l{i}[q] {cmp} "
+                             f"a{i}[e * {s.dim} + q]) a{i}[e * {s.dim} + q] = l{i}[q];")
+        elif s.kind == "direct":
             params.append(f"{const}{t} *restrict a{i}")
             body.append(f"{const}{t} *l{i} = a{i} + e * {s.dim};")
         elif s.kind in ("indirect", "entry"):
@@ -134,10 +143,14 @@ def loop_function(name: str, kernel_call: str, specs: tuple[ArgSpec, ...], atomi
             first = 0 if s.kind == "indirect" else s.entry
             body.append(f"{t} l{i}[{s.local_size}];")
             target = f"(int64_t)m{i}[e * {s.arity} + {first} + q / {s.dim}] * {s.dim} + q % {s.dim}"
-            if s.mode in ("READ", "RW"):
+            if s.mode in ("READ", "RW", "MIN", "MAX"):
                 body.append(f"for (int q = 0; q < {n_ent * s.dim}; ++q) l{i}[q] = a{i}[{target}];")
             else:
                 body.append(f"for (int q = 0; q < {n_ent * s.dim}; ++q) l{i}[q] = 0;")
+            if s.mode in ("MIN", "MAX"):  # race-free by colouring (no atomic min/max)
+                cmp = "<" if s.mode == "MIN" else ">"
+                post_body.append(f"for (int q = 0; q < {n_ent * s.dim}; ++q) if (l{i}[q] {cmp} "
+                                 f"a{i}[{target}]) a{i}[{target}] = l{i}[q];")
             if s.mode in ("INC", "WRITE", "RW"):
                 op = "+=" if s.mode == "INC" else "="
                 pragma = ("#pragma omp atomic" if s.mode == "INC" else "#pragma omp atomic write")
