@@ -114,7 +114,7 @@ class ParLoop:
 
     def _key(self, backend: str) -> tuple:
         return (backend, self.kernel.name, self.kernel.code or self.kernel.func,
-                tuple(s for s in self.specs), self._race_mode())
+                self.specs, self._race_mode())
 
     def generate(self, backend: str | None = None) -> str:
         """The generated source; cached in memory and on disk, independent of sizes."""

@@ -67,8 +67,10 @@ class ComputationStencil:
         dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
         self._builds: dict[tuple, object] = {}
         self._geo_cache: dict[tuple, Geometry] = {}
+        self._written_fields = tuple(
+            f.name for f in typed.fields
+            if any(f.name in ms.written for ms in self.schedule.multistages))
         self._temps: dict[tuple, dict[str, np.ndarray]] = {}
-        self._field_names = tuple(f.name for f in typed.fields)
 
     # ------------------------------------------------------------ introspection
 
@@ -150,7 +152,6 @@ class ComputationStencil:
         return values
 
     def _check_fields(self, fields: dict[str, object]) -> None:
-        written = set().union(*(ms.written for ms in self.schedule.multistages))
         for f in self.definition.fields:
             a = fields[f.name]
             if not isinstance(a, np.ndarray):
@@ -167,7 +168,7 @@ class ComputationStencil:
                                     f"{a.dtype}", stencil=self.__name__,
                                     loc=self.definition.loc,
                                     hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
-        for name in written & set(fields):
+        for name in self._written_fields:
             for other, b in fields.items():
                 if other != name and np.may_share_memory(fields[name], b):
                     raise ArgumentError(

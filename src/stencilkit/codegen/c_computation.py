@@ -54,24 +54,29 @@ def _op(op: str, a: k.Expr, b: k.Expr, t=k.INDEX) -> k.Expr:
     return k.Op(op, (a, b), dtype=t)
 
 
+def _uses(sched: Schedule, t: str) -> list[tuple[int, int, tuple[int, int, int] | None]]:
+    """Where ``t`` is touched: (multistage, stage, read offset) per read, offset None per
+    write."""
+    out = []
+    for m_i, ms in enumerate(sched.multistages):
+        for isched in ms.intervals:
+            for s_i, stage in enumerate(isched.stages):
+                for unit in stage.units:
+                    if t in writes(unit):
+                        out.append((m_i, s_i, None))
+                    out += [(m_i, s_i, offsets(acc)) for acc in reads(unit) if acc.field == t]
+    return out
+
+
 def register_temporaries(defn: c.ComputationDef, sched: Schedule) -> frozenset[str]:
     """Temporaries that can live in registers: written and read in one columns-mode
     multistage (or one PARALLEL stage), every read at offset (0, 0, 0)."""
     out = set()
     for t, _ in defn.temporaries:
-        homes = set()
-        zero_only = True
-        for m_i, ms in enumerate(sched.multistages):
-            for isched in ms.intervals:
-                for s_i, stage in enumerate(isched.stages):
-                    for unit in stage.units:
-                        touched = t in writes(unit)
-                        for acc in reads(unit):
-                            if acc.field == t:
-                                touched = True
-                                zero_only &= offsets(acc) == (0, 0, 0)
-                        if touched:
-                            homes.add((m_i, s_i if ms.mode == "parallel" else -1))
+        uses = _uses(sched, t)
+        homes = {(m_i, s_i if sched.multistages[m_i].mode == "parallel" else -1)
+                 for m_i, s_i, _ in uses}
+        zero_only = all(off in (None, (0, 0, 0)) for _, _, off in uses)
         if zero_only and len(homes) == 1:
             (m_i, _), = homes
             if sched.multistages[m_i].mode in ("columns", "parallel"):
@@ -111,29 +116,18 @@ def column_temporaries(defn: c.ComputationDef, sched: Schedule, unit_k: bool,
     multistage (K contiguous, so columns are jammed), every read at horizontal offset 0."""
     if not unit_k:
         return {}
+    group_of = {m_i: g_i for g_i, g in enumerate(column_groups(sched)) for m_i, _ in g}
     out = {}
     for t, _ in defn.temporaries:
         if t in registers:
             continue
-        homes = set()
-        ks = [0]
-        ok = True
-        for m_i, ms in enumerate(sched.multistages):
-            for isched in ms.intervals:
-                for stage in isched.stages:
-                    for unit in stage.units:
-                        touched = t in writes(unit)
-                        for acc in reads(unit):
-                            if acc.field == t:
-                                touched = True
-                                di, dj, dk = offsets(acc)
-                                ok &= (di, dj) == (0, 0)
-                                ks.append(dk)
-                        if touched:
-                            homes.add(m_i)
-        group_of = {m_i: g_i for g_i, g in enumerate(column_groups(sched)) for m_i, _ in g}
-        if ok and homes and len({group_of[m] for m in homes}) == 1 and all(
-                sched.multistages[m].mode == "columns" for m in homes):
+        uses = _uses(sched, t)
+        homes = {m_i for m_i, _, _ in uses}
+        reads_ = [off for _, _, off in uses if off is not None]
+        ks = [0] + [off[2] for off in reads_]
+        if homes and all(off[:2] == (0, 0) for off in reads_) \
+                and len({group_of[m] for m in homes}) == 1 \
+                and all(sched.multistages[m].mode == "columns" for m in homes):
             out[t] = (max(0, -min(ks)), max(0, max(ks)))
     return out
 
@@ -153,7 +147,7 @@ class ComputationLowering(PointLowering):
         self.columns = column_temporaries(defn, sched, self.loop_order()[-1] == 2,
                                           self.registers)
         self.column_buffers: dict[str, k.Buffer] = {}
-        self.jam: tuple[k.Expr, k.Expr] | None = None  # (block start, levels per column)
+        self.jam_start: k.Expr | None = None  # first column of the jammed block
         self.axes: dict[str, str] = {f.name: f.axes for f in defn.fields}
         self.origins: dict[str, list[k.Symbol]] = {}
         for t, _ in defn.temporaries:
@@ -193,8 +187,8 @@ class ComputationLowering(PointLowering):
 
     def index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
         if name in self.columns:  # (column within the jammed block, level)
-            assert self.jam is not None
-            jb, _ = self.jam
+            assert self.jam_start is not None
+            jb = self.jam_start
             inner = self.loop_order()[1]
             below = self.columns[name][0]
             return (_op("-", _sym(self.counters[inner]), jb),
@@ -304,7 +298,7 @@ class ComputationLowering(PointLowering):
                 self.column_buffers[t] = buf
                 arrays.append(k.DeclareArray(buf, k.Op("*", (_const(COLUMN_BLOCK), span),
                                                       dtype=k.INDEX)))
-            self.jam = (_sym(jb), _const(0))
+            self.jam_start = _sym(jb)
         per_level: list[k.Stmt] = []
         for _, ms in group:
             for isched in ms.intervals:

@@ -56,7 +56,7 @@ def truth(x):
 
 def where(mask, a, b):
     if mask is True or (np.ndim(mask) == 0 and bool(mask)):
-        return a if np.ndim(a) else a
+        return a
     out = np.where(mask, a, b)
     return out[()] if out.ndim == 0 else out
 
