@@ -104,7 +104,7 @@ def test_concurrent_processes_share_one_cache_entry(tmp_path):
     outputs = [p.communicate()[0].split() for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert sum(int(o[0]) for o in outputs) == 1  # exactly one process compiled
-    entries = [p for p in (tmp_path / "cache" / "v1").glob("??/*") if p.is_dir()]
+    entries = [p for p in (tmp_path / "cache" / f"v{sk.cache.FORMAT}").glob("??/*") if p.is_dir()]
     assert len(entries) == 1 and not any(p.name.startswith(".") for p in entries)
 
 

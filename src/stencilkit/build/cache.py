@@ -1,32 +1,79 @@
-"""Code caches: in memory per process, and on disk shared by processes.
+"""Code caches: in memory per process, and on disk shared by one user's processes.
 
-Disk entries live in ``<cache dir>/v<FORMAT>/<key[:2]>/<key>/``. An entry is built in a
-temporary directory beside it and moved into place with ``os.replace`` while holding a
-per-key file lock, so a concurrent process either waits for the lock or sees a complete
-entry, never half of one. The key hashes the front (IR, options, package version) and the
-back (generated code, compiler identity and flags).
+Layout of the disk cache (format ``FORMAT``), all directories private to the user (0700)::
+
+    <cache dir>/v<FORMAT>/<key[:2]>/<key>/   an entry: the library, its C source, meta.json
+    <cache dir>/v<FORMAT>/locks/<key>.lock   per-key file locks (kept: unlinking a held lock
+                                             would split its waiters over two files)
+    <cache dir>/v<FORMAT>/staging/<key>-*/   builds under way
+
+An entry is built in a staging directory, loaded from there, and moved into place with
+``os.replace`` while holding the key's lock, so another process sees a complete entry or
+none, and ``clear()`` in another process cannot pull a build from under its feet (it leaves
+staging directories whose lock is held). Staging directories left by a killed build are
+removed by the next process that takes their key's lock.
+
+Trust. Loading a library runs its code, so an entry is loaded only once verified:
+
+* the shard and entry directories are real directories owned by this user and not writable
+  by others; the versioned root was made so when the process first used it, and the cache
+  directory's ancestors are owned by this user or root and not writable by others unless
+  sticky (checked once per process);
+* ``meta.json`` and the library are regular files owned by this user, not writable by others;
+* ``meta.json`` names this format, this key, this Python ABI and the artifact, and records
+  the library's size and sha256, which the bytes read must match.
+
+Verify-then-load by path has no window another user can exploit: the bytes hashed are read
+through a descriptor whose owner and mode were checked, and no other non-root user can
+rename anything on the path between the check and ``dlopen``, because every directory on it
+is owned by us (or root) and closed to others. Our own processes only replace a whole entry
+with one they built and loaded themselves. A private copy per load would add a file write to
+every warm start and close no further hole.
+
+An entry that fails verification gives one warning and is discarded and rebuilt. A cache
+directory that cannot be used (a file, read-only, someone else's, a foreign lock) gives one
+warning and a private temporary cache for the rest of the process.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
+import json
 import os
+import re
 import shutil
+import stat
+import sys
 import sysconfig
 import tempfile
-from collections.abc import Callable
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from .. import __version__
 from ..config import current
+from ..errors import BackendError
 
-FORMAT = 1
+FORMAT = 2
+META = "meta.json"
+_LOCK_TIMEOUT = 900.0  # seconds; a build of one kernel takes seconds, so this means a stuck holder
+_META_LIMIT = 1 << 16
+
+T = TypeVar("T")
+
+
+class CacheWarning(RuntimeWarning):
+    """The disk cache could not be used as configured, or one of its entries was rebuilt."""
 
 
 @dataclass
@@ -38,23 +85,56 @@ class _Stats:
 
 _stats = _Stats()
 _memory: dict[str, object] = {}
+_roots: dict[Path, Path] = {}  # configured cache directory -> versioned root in use
+_warned: set[str] = set()
+_swept: set[Path] = set()
+
+
+class _Unusable(Exception):
+    """The cache directory cannot hold entries (the message says why)."""
+
+
+class _Untrusted(Exception):
+    """An entry exists but fails verification (the message says why)."""
+
+
+# ----------------------------------------------------------------------------- keys
+
+def python_abi() -> str:
+    """What a compiled extension depends on in the interpreter (part of every key and entry)."""
+    return " ".join([sys.implementation.cache_tag or sys.implementation.name,
+                     str(sysconfig.get_config_var("SOABI")), extension_filename(""),
+                     f"{sys.hexversion:x}"])
+
+
+# C string literals are skipped so that only comments lose their line numbers
+_C_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/', re.S)
+_LINE_NUMBER = re.compile(r"(\.py):\d+(?::\d+)?")
+
+
+def _without_line_numbers(text: str) -> str:
+    """``text`` with ``file.py:LINE`` in C comments reduced to ``file.py``: generated code keeps
+    its source locations for readers, but moving a kernel within its file must not rebuild it."""
+    def strip(m: re.Match[str]) -> str:
+        s = m.group(0)
+        return _LINE_NUMBER.sub(r"\1", s) if s.startswith("/*") else s
+
+    return _C_TOKENS.sub(strip, text) if "/*" in text else text
 
 
 def key(*parts: str) -> str:
     h = hashlib.sha256()
-    for p in (f"stencilkit {__version__} cache v{FORMAT}", *parts):
-        h.update(p.encode())
+    for p in (f"stencilkit {__version__} cache v{FORMAT}", python_abi(), *parts):
+        h.update(_without_line_numbers(p).encode())
         h.update(b"\0")
     return h.hexdigest()
 
 
-def root() -> Path:
-    return current().cache_dir / f"v{FORMAT}"
+def extension_filename(stem: str) -> str:
+    return stem + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
 
-def entry_dir(k: str) -> Path:
-    return root() / k[:2] / k
-
+# ----------------------------------------------------------------------------- memory
 
 def memory_get(k: str) -> object | None:
     hit = _memory.get(k)
@@ -67,37 +147,343 @@ def memory_put(k: str, value: object) -> None:
     _memory[k] = value
 
 
-def extension_filename(stem: str) -> str:
-    return stem + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+# ----------------------------------------------------------------------------- the root
+
+def _warn_once(tag: str, message: str) -> None:
+    if tag not in _warned:
+        _warned.add(tag)
+        warnings.warn(message, CacheWarning, stacklevel=4)
 
 
-def get_or_build(k: str, artifact: str, build: Callable[[Path], None]) -> Path:
-    """Path of ``artifact`` in the entry for ``k``, running ``build(tmpdir)`` if it is missing.
+def _owned_private_dir(path: Path, *, create: bool) -> None:
+    """Make sure ``path`` is a directory of ours closed to others (creating it 0700)."""
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise _Unusable(f"{path} is not a directory")
+    if st.st_uid != os.geteuid():
+        raise _Unusable(f"{path} belongs to another user (uid {st.st_uid})")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
 
-    ``build`` writes every file of the entry into the directory it is given.
-    """
-    final = entry_dir(k)
-    if (final / artifact).exists():
-        _stats.disk_hits += 1
-        return final / artifact
-    final.parent.mkdir(parents=True, exist_ok=True)
-    lock_dir = root() / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(lock_dir / f"{k}.lock")):
-        if (final / artifact).exists():
-            _stats.disk_hits += 1
-            return final / artifact
-        tmp = Path(tempfile.mkdtemp(prefix=f".{k[:8]}-", dir=final.parent))
+
+def _check_ancestors(base: Path) -> None:
+    for p in (base, *base.parents):
+        st = os.stat(p)
+        if st.st_uid not in (os.geteuid(), 0):
+            raise _Unusable(f"{p} belongs to another user (uid {st.st_uid})")
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise _Unusable(f"{p} is writable by other users")
+
+
+def _prepare(cache_dir: Path) -> Path:
+    """The versioned root inside ``cache_dir``, created and checked; raises _Unusable."""
+    try:
+        base = Path(os.path.abspath(cache_dir))
+        if not base.is_dir():
+            os.makedirs(base, mode=0o700, exist_ok=True)
+        base = base.resolve(strict=True)
+        if not base.is_dir():
+            raise _Unusable(f"{base} is not a directory")
+        _check_ancestors(base)
+        r = base / f"v{FORMAT}"
+        _owned_private_dir(r, create=True)
+        for sub in ("locks", "staging"):
+            _owned_private_dir(r / sub, create=True)
+        if not os.access(r / "staging", os.W_OK | os.X_OK):
+            raise _Unusable(f"{r} is not writable")
+        return r
+    except OSError as exc:
+        raise _Unusable(f"{exc.strerror or exc}: {exc.filename or cache_dir}") from None
+
+
+def _fallback(configured: Path, reason: str) -> Path:
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix="stencilkit-cache-"))
+    except OSError as exc:
+        raise BackendError(f"no directory for compiled code: the cache directory {configured} "
+                           f"cannot be used ({reason}), nor a temporary one ({exc})",
+                           hint="set STENCILKIT_CACHE_DIR to a directory of yours") from None
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    _warn_once(f"fallback {configured}",
+               f"stencilkit: the cache directory {configured} cannot be used ({reason}); "
+               f"compiled code goes to the private temporary directory {tmp} for this process "
+               "(fix: set STENCILKIT_CACHE_DIR to a directory of yours)")
+    try:
+        return _prepare(tmp)
+    except _Unusable as exc:
+        raise BackendError(f"no usable directory for compiled code: {exc}",
+                           hint="set STENCILKIT_CACHE_DIR to a directory of yours") from None
+
+
+def root() -> Path:
+    """The versioned cache directory in use: the configured one, or a private temporary one
+    (with a warning) when the configured one cannot be used."""
+    configured = current().cache_dir
+    r = _roots.get(configured)
+    if r is None:
         try:
-            build(tmp)
-            if final.exists():  # an incomplete entry from a crashed process
-                shutil.rmtree(final, ignore_errors=True)
-            os.replace(tmp, final)
+            r = _prepare(configured)
+        except _Unusable as exc:
+            r = _fallback(configured, str(exc))
+        _roots[configured] = r
+    return r
+
+
+def _abandon_root(r: Path, reason: str) -> None:
+    """Stop using ``r`` (it failed while in use) for a private temporary cache."""
+    configured = current().cache_dir
+    if _roots.get(configured) == r:
+        _roots[configured] = _fallback(configured, reason)
+
+
+def entry_dir(k: str) -> Path:
+    return root() / k[:2] / k
+
+
+# ----------------------------------------------------------------------------- verification
+
+def _check_node(path: Path, st: os.stat_result, kind: str) -> None:
+    if kind == "dir" and not stat.S_ISDIR(st.st_mode) or kind == "file" and not stat.S_ISREG(st.st_mode):
+        raise _Untrusted(f"{path.name} is not a {'directory' if kind == 'dir' else 'regular file'}")
+    if st.st_uid != os.geteuid():
+        raise _Untrusted(f"{path.name} belongs to another user (uid {st.st_uid})")
+    if st.st_mode & 0o022:
+        raise _Untrusted(f"{path.name} is writable by other users")
+
+
+def _read_checked(path: Path, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes of ``path``, read through a descriptor whose owner and mode were checked."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        _check_node(path, st, "file")
+        if limit is not None and st.st_size > limit:
+            raise _Untrusted(f"{path.name} is too large")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def _meta(k: str, artifact: str, data: bytes) -> dict[str, object]:
+    return {"format": FORMAT, "key": k, "python": python_abi(), "artifact": artifact,
+            "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _verified(entry: Path, k: str, artifact: str) -> Path | None:
+    """The library of the entry if it passes verification, None if there is no entry;
+    raises _Untrusted when there is one that must not be loaded."""
+    try:
+        for d in (entry.parent, entry):
+            _check_node(d, os.lstat(d), "dir")
+        raw, _ = _read_checked(entry / META, _META_LIMIT)
+        try:
+            meta = json.loads(raw)
+        except ValueError:
+            raise _Untrusted("its metadata is not valid JSON") from None
+        if not isinstance(meta, dict):
+            raise _Untrusted("its metadata is not a JSON object")
+        for field, want in (("format", FORMAT), ("key", k), ("python", python_abi()),
+                            ("artifact", artifact)):
+            if meta.get(field) != want:
+                raise _Untrusted(f"it was built for {field} {meta.get(field)!r}, not {want!r}")
+        data, _ = _read_checked(entry / artifact)
+        if len(data) != meta.get("size"):
+            raise _Untrusted(f"{artifact} has {len(data)} bytes, {meta.get('size')} were written")
+        if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+            raise _Untrusted(f"{artifact} does not match the digest recorded when it was built")
+        return entry / artifact
+    except FileNotFoundError:
+        return None  # no entry, or clear() is removing it: a miss, not a fault
+    except OSError as exc:
+        raise _Untrusted(exc.strerror or str(exc)) from None
+
+
+def _discard(path: Path) -> None:
+    """Remove ``path`` (an entry, a shard or staging directory), first moving it aside so that
+    nobody sees half of it; a name that cannot be moved is removed in place."""
+    trash = path.parent / f".trash-{path.name}-{uuid.uuid4().hex[:12]}"
+    try:
+        os.rename(path, trash)
+    except FileNotFoundError:
+        return
+    except OSError:
+        trash = path
+    if trash.is_dir() and not trash.is_symlink():
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            trash.unlink()
+
+
+def _discard_untrusted(entry: Path) -> None:
+    """Discard an entry that failed verification, or its whole shard if that is not ours."""
+    try:
+        _check_node(entry.parent, os.lstat(entry.parent), "dir")
+    except (_Untrusted, OSError):
+        _discard(entry.parent)
+    else:
+        _discard(entry)
+
+
+_MISS = object()
+
+
+def _try_load(r: Path, k: str, artifact: str, load: Callable[[Path], T],
+              discard: bool) -> object:
+    entry = r / k[:2] / k
+    try:
+        path = _verified(entry, k, artifact)
+    except _Untrusted as exc:
+        _warn_once(f"entry {k}", f"stencilkit: the cache entry {entry} is not loaded because "
+                   f"{exc}; it is rebuilt")
+        if discard:
+            _discard_untrusted(entry)
+        return _MISS
+    if path is None:
+        return _MISS
+    try:
+        value = load(path)
+    except ImportError as exc:
+        if path.exists():  # verified, yet it does not load: rebuild it rather than fail forever
+            _warn_once(f"entry {k}", f"stencilkit: the cache entry {entry} does not load "
+                       f"({exc}); it is rebuilt")
+            if discard:
+                _discard(entry)
+        return _MISS
+    _stats.disk_hits += 1
+    return value
+
+
+# ----------------------------------------------------------------------------- building
+
+@contextlib.contextmanager
+def _locked(r: Path, k: str) -> Iterator[None]:
+    path = r / "locks" / f"{k}.lock"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _Unusable(f"cannot use the lock file {path}: {exc.strerror}") from None
+    else:
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise _Unusable(f"the lock file {path} is not a file of this user")
+    lock = FileLock(str(path), mode=0o600, timeout=_LOCK_TIMEOUT)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise _Unusable(f"the lock {path} was held for over {_LOCK_TIMEOUT:.0f} s") from None
+    except OSError as exc:
+        raise _Unusable(f"cannot take the lock {path}: {exc.strerror}") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _sweep_staging(r: Path, k: str | None) -> None:
+    """Remove staging directories of killed builds: those of ``k`` (whose lock we hold), or,
+    with ``k`` None, those of every key whose lock is free."""
+    staging = r / "staging"
+    try:
+        names = os.listdir(staging)
+    except OSError:
+        return
+    for name in names:
+        owner = name.split("-", 1)[0]
+        if k is not None:
+            if owner == k:
+                _discard(staging / name)
+            continue
+        lock = FileLock(str(r / "locks" / f"{owner}.lock"), mode=0o600, timeout=0)
+        try:
+            lock.acquire()
+        except (Timeout, OSError):
+            continue  # a build under way (or a lock we cannot take): leave it
+        try:
+            _discard(staging / name)
         finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+            lock.release()
+
+
+def _publish(staging: Path, entry: Path) -> None:
+    for _ in range(5):
+        try:
+            _owned_private_dir(entry.parent, create=True)
+        except _Unusable:
+            _discard(entry.parent)  # a shard that is not ours: never reuse it
+            continue
+        except FileNotFoundError:
+            return  # the root itself is gone (cleared by hand); the build stays uncached
+        if os.path.lexists(entry):
+            _discard(entry)  # an entry that failed verification, or a concurrent clear's leftover
+        try:
+            os.replace(staging, entry)
+            return
+        except OSError:
+            continue  # a concurrent clear() removed the shard, or another entry appeared
+    _warn_once(f"publish {entry}", f"stencilkit: could not store {entry} in the cache; "
+               "it was built and is used, but will be built again by the next process")
+
+
+def _build_in(r: Path, k: str, artifact: str, build: Callable[[Path], None],
+              load: Callable[[Path], T]) -> T:
+    with _locked(r, k):
+        hit = _try_load(r, k, artifact, load, discard=True)
+        if hit is not _MISS:
+            return hit  # type: ignore[return-value]
+        _sweep_staging(r, k)
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=f"{k}-", dir=r / "staging"))
+        except OSError as exc:
+            raise _Unusable(f"cannot create a build directory in {r}: {exc.strerror}") from None
+        try:
+            build(staging)
+            data = (staging / artifact).read_bytes()
+            fd = os.open(staging / META, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(_meta(k, artifact, data), f)
+            # Loaded from the staging directory, which only this process writes: what is
+            # loaded is what was built, and a concurrent clear() cannot remove it first.
+            value = load(staging / artifact)
+            _publish(staging, r / k[:2] / k)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
         _stats.builds += 1
-    return final / artifact
+        return value
+
+
+def get_or_build(k: str, artifact: str, build: Callable[[Path], None],
+                 load: Callable[[Path], T]) -> T:
+    """``load(path)`` of ``artifact`` in the verified entry for ``k``; when there is none (or
+    it fails verification), ``build(tmpdir)`` writes every file of the entry into the
+    directory it is given, and what it built is loaded, then stored.
+
+    ``load`` may raise ImportError: from a stored entry that means rebuild it; from a
+    fresh build the error propagates (and nothing is stored)."""
+    r = root()
+    if r not in _swept:
+        _swept.add(r)
+        _sweep_staging(r, None)
+    hit = _try_load(r, k, artifact, load, discard=False)
+    if hit is not _MISS:
+        return hit  # type: ignore[return-value]
+    try:
+        return _build_in(r, k, artifact, build, load)
+    except _Unusable as exc:
+        _abandon_root(r, str(exc))
+    try:
+        return _build_in(root(), k, artifact, build, load)
+    except _Unusable as exc:
+        raise BackendError(f"no usable directory for compiled code: {exc}",
+                           hint="set STENCILKIT_CACHE_DIR to a directory of yours") from None
 
 
 def load_extension(path: Path, module: str) -> ModuleType:
@@ -109,20 +495,33 @@ def load_extension(path: Path, module: str) -> ModuleType:
     return mod
 
 
+# ----------------------------------------------------------------------------- maintenance
+
 def info() -> dict[str, object]:
     """Where the cache is, how many entries it holds, and this process's hit counts."""
     r = root()
     entries = [p for p in r.glob("??/*") if p.is_dir() and not p.name.startswith(".")] \
         if r.exists() else []
-    size = sum(f.stat().st_size for e in entries for f in e.iterdir() if f.is_file())
+    size = 0
+    for e in entries:
+        with contextlib.suppress(OSError):
+            size += sum(f.stat().st_size for f in e.iterdir() if f.is_file())
     return {"directory": str(r), "disk_entries": len(entries), "disk_bytes": size,
             "memory_entries": len(_memory), "memory_hits": _stats.memory_hits,
             "disk_hits": _stats.disk_hits, "builds": _stats.builds}
 
 
 def clear(memory: bool = True, disk: bool = True) -> None:
-    """Remove cached code (loaded libraries stay loaded until the process ends)."""
+    """Remove cached code (loaded libraries stay loaded until the process ends).
+
+    Builds under way in other processes are left to finish (their staging directories are
+    kept, and they store their entry afresh)."""
     if memory:
         _memory.clear()
-    if disk and root().exists():
-        shutil.rmtree(root(), ignore_errors=True)
+    if disk:
+        r = root()
+        with contextlib.suppress(FileNotFoundError):
+            for child in os.listdir(r):
+                if child not in ("locks", "staging"):
+                    _discard(r / child)
+        _sweep_staging(r, None)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from ..config import current
+from ..errors import BackendError
 from . import cache
 from .toolchain import Toolchain, toolchain
 
@@ -32,9 +34,28 @@ def build_extension(key: str, source: str, stencil: str) -> Callable[..., int]:
             c_file.write_text(source)
             tc.compile(c_file, tmp / filename, python=True, stencil=stencil)
 
-        fn = cache.load_extension(cache.get_or_build(key, filename, build), module).call
+        try:
+            mod = cache.get_or_build(key, filename, build,
+                                     lambda path: cache.load_extension(path, module))
+        except ImportError as exc:  # what was just built does not load: nothing was stored
+            raise _load_error(exc, stencil) from None
+        fn = mod.call
         cache.memory_put(key, fn)
     return fn  # type: ignore[return-value]
+
+
+def _load_error(exc: ImportError, stencil: str) -> BackendError:
+    missing = re.search(r"undefined symbol: (\w+)", str(exc))
+    if missing:
+        name = missing.group(1)
+        return BackendError(
+            f"the compiled code calls a C function '{name}' that nothing defines",
+            stencil=stencil,
+            hint=f"a C-string sk.Kernel(code, name) must define a function called exactly "
+                 f"its name: define '{name}' in the code, or name the function it defines")
+    return BackendError(f"the compiled library does not load: {exc}", stencil=stencil,
+                        hint="report this with the generated source; meanwhile use "
+                             "backend='numpy'")
 
 
 def exec_generated(kind: str, source: str, function: str, label: str) -> Callable[..., object]:

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -16,9 +17,14 @@ from ..errors import BackendError
 
 # Exact IEEE semantics (no contraction into FMA, no fast-math) so that results match NumPy
 # and Numba bit for bit; -fwrapv gives integers Numba's wrap-around; no errno lets libm
-# calls vectorize.
+# calls vectorize. A call to an undeclared function is an error, not an implicit `int f()`
+# that returns garbage for a double (or names a function nothing defines: a library that
+# would fail to load).
 BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fwrapv",
-              "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math")
+              "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math",
+              "-Werror=implicit-function-declaration")
+
+_UNDECLARED = re.compile(r"implicit declaration of function [\W]?(\w+)")
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,14 @@ class Toolchain:
             cmd.append(f"-I{sysconfig.get_paths()['include']}")
         cmd += [str(source), "-o", str(output), "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
+        undeclared = _UNDECLARED.search(proc.stderr) if proc.returncode != 0 else None
+        if undeclared:
+            name = undeclared.group(1)
+            raise BackendError(
+                f"the code calls a C function '{name}' that is not declared or defined",
+                stencil=stencil,
+                hint=f"a C-string sk.Kernel(code, name) must define a function called exactly "
+                     f"its name: define '{name}' in the code, or name the function it defines")
         if proc.returncode != 0:
             raise BackendError(
                 f"the C compiler failed on the generated source {source}:\n"
