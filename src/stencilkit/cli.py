@@ -1,15 +1,53 @@
-"""``stencilkit demo | bench | show``."""
+"""``stencilkit demo | bench | show | backends``.
+
+Bad command-line input gets one line on stderr and exit status 2, never a traceback; output
+cut short by a closed pipe (``stencilkit show ... | head``) ends the program quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+_MAX_DEMO_SIZE = 8192  # five float64 arrays of this size take 2.5 GB
+
+
+class UsageError(Exception):
+    """Bad input on the command line: reported as one line, exit status 2."""
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
+def _int_range(lo: int, hi: int | None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < lo or hi is not None and value > hi:
+            bound = f"from {lo} to {hi}" if hi is not None else f"of at least {lo}"
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {value}")
+        return value
+
+    return parse
+
+
+# ----------------------------------------------------------------------------- demo
 
 def _heat_step():
     import stencilkit as sk
@@ -21,12 +59,34 @@ def _heat_step():
     return heat
 
 
+def _check_output(out: Path) -> None:
+    """Refuse, before a long run, a picture that could not be written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    if out.is_dir():
+        raise UsageError(f"--output {out} is a directory; give a file name such as {out}/demo.png")
+    formats = Figure().canvas.get_supported_filetypes()
+    if out.suffix.lower().lstrip(".") not in formats:
+        raise UsageError(f"--output {out}: unknown picture format {out.suffix or '(none)'!r}; "
+                         f"use one of {', '.join('.' + f for f in sorted(formats))}")
+    parent = out.parent
+    if not parent.is_dir():
+        raise UsageError(f"--output {out}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or out.exists() and not os.access(out, os.W_OK):
+        raise UsageError(f"--output {out}: not writable; choose another file")
+
+
 def demo(args: argparse.Namespace) -> int:
     """A 2-D heat equation: a hot square diffusing on a cold plate, written out as a PNG."""
     from tqdm import tqdm
 
     from . import backends
 
+    out = Path(args.output)
+    _check_output(out)
     n, steps = args.size, args.steps
     heat = _heat_step()
     y, x = np.mgrid[0:n, 0:n] / n
@@ -45,14 +105,13 @@ def demo(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     backend = backends.resolve(None)
     print(f"backend: {backend}; build or cache load: {built * 1e3:.1f} ms")
-    print(f"{steps} steps of {n}x{n}: {elapsed / steps * 1e6:.1f} us per step "
-          f"({n * n * steps / elapsed / 1e6:.0f} Mpoints/s)")
-    print(f"peak temperature {u.max():.2f} (from 100); total heat kept: "
-          f"{100 * u.sum() / initial_heat:.2f}%")
-    out = Path(args.output)
-    import matplotlib
-
-    matplotlib.use("Agg")
+    if steps and elapsed > 0:
+        print(f"{steps} steps of {n}x{n}: {elapsed / steps * 1e6:.1f} us per step "
+              f"({n * n * steps / elapsed / 1e6:.0f} Mpoints/s)")
+    else:
+        print(f"{steps} steps of {n}x{n}: nothing timed")
+    kept = f"{100 * u.sum() / initial_heat:.2f}%" if initial_heat > 0 else "n/a (no hot cell)"
+    print(f"peak temperature {u.max():.2f} (from 100); total heat kept: {kept}")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.6, 4.6))
@@ -60,37 +119,65 @@ def demo(args: argparse.Namespace) -> int:
     fig.colorbar(im, ax=ax, label="temperature")
     ax.set_title(f"2-D heat equation after {steps} steps ({backend} backend)")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    try:
+        fig.savefig(out, dpi=100)
+    except OSError as exc:
+        raise UsageError(f"--output {out}: cannot write it ({exc.strerror or exc})") from None
     print(f"wrote {out}")
     return 0
 
 
-def show(args: argparse.Namespace) -> int:
-    """Print the generated code of ``FILE.py:NAME`` (called once on example arrays)."""
-    path, _, name = args.target.rpartition(":")
-    if not path or not name:
-        print("usage: stencilkit show FILE.py:NAME", file=sys.stderr)
-        return 2
-    spec = importlib.util.spec_from_file_location("_stencilkit_show", path)
+# ----------------------------------------------------------------------------- show
+
+def _load_user_module(path: str):
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such file" if not file.exists() else f"{path}: not a file")
+    spec = importlib.util.spec_from_file_location("_stencilkit_show", file)
     if spec is None or spec.loader is None:
-        print(f"cannot load {path}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{path}: not a Python file (expected FILE.py:NAME)")
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(Path(path).resolve().parent))
-    spec.loader.exec_module(module)
-    obj = getattr(module, name)
-    example = getattr(module, f"{name}_example", None)
-    if example is not None:
-        print(obj.generate(*example(), backend=args.backend))
-        return 0
+    sys.path.insert(0, str(file.resolve().parent))
     try:
-        print(obj.generate(backend=args.backend))
-    except Exception as exc:  # a point kernel needs argument types first
-        print(f"{exc}\n(define {name}_example() returning example arguments in {path})",
-              file=sys.stderr)
-        return 1
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise UsageError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except (Exception, SystemExit) as exc:
+        raise UsageError(f"running {path} failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def show(args: argparse.Namespace) -> int:
+    """Print the generated code of ``FILE.py:NAME`` (called once on example arguments)."""
+    from .errors import StencilError
+
+    path, sep, name = args.target.rpartition(":")
+    if not sep or not path or not name:
+        raise UsageError(f"expected FILE.py:NAME, got {args.target!r}")
+    module = _load_user_module(path)
+    if not hasattr(module, name):
+        raise UsageError(f"{path} defines no {name!r}")
+    obj = getattr(module, name)
+    if not callable(getattr(obj, "generate", None)):
+        raise UsageError(f"{name!r} in {path} is of type {type(obj).__name__}, not a stencil, "
+                         "kernel or ParLoop")
+    example = getattr(module, f"{name}_example", None)
+    try:
+        if example is not None:
+            text = obj.generate(*example(), backend=args.backend)
+        else:
+            text = obj.generate(backend=args.backend)
+    except StencilError as exc:
+        hint = "" if example is not None else \
+            f" (or define {name}_example() returning example arguments in {path})"
+        raise UsageError(_one_line(str(exc)) + hint) from None
+    except Exception as exc:
+        raise UsageError(f"generating {name!r} failed: {type(exc).__name__}: {exc}") from None
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
+
+# ----------------------------------------------------------------------------- bench, backends
 
 def bench(args: argparse.Namespace) -> int:
     from .bench import run
@@ -98,27 +185,89 @@ def bench(args: argparse.Namespace) -> int:
     return run(quick=args.quick, json_path=args.json, plot_path=args.plot, only=args.only)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="stencilkit", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="run a 2-D heat simulation and write a picture")
-    p.add_argument("--size", type=int, default=512)
-    p.add_argument("--steps", type=int, default=500)
-    p.add_argument("--output", default="stencilkit-demo.png")
-    p.add_argument("--quiet", action="store_true")
+def list_backends(args: argparse.Namespace) -> int:
+    from .backends import REGISTRY
+
+    for name, b in REGISTRY.items():
+        reason = b.probe()
+        state = "available" if reason is None else f"unavailable: {reason}"
+        print(f"{name:8} {state}  ({b.description}; needs {b.needs})")
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+    from .backends import REGISTRY
+
+    parser = _Parser(prog="stencilkit",
+                     description="Stencil kernels in plain Python, compiled to C or NumPy.")
+    parser.add_argument("--version", action="version", version=f"stencilkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)
+    p = sub.add_parser("demo", help="run a 2-D heat simulation and write a picture",
+                       description="Run a 2-D heat-equation simulation on the default backend "
+                                   "and write a picture of the result.")
+    p.add_argument("--size", type=_int_range(3, _MAX_DEMO_SIZE), default=512, metavar="N",
+                   help=f"grid points per side, 3 to {_MAX_DEMO_SIZE} (default 512)")
+    p.add_argument("--steps", type=_int_range(0, None), default=500, metavar="S",
+                   help="time steps to run, 0 or more (default 500)")
+    p.add_argument("--output", default="stencilkit-demo.png", metavar="FILE",
+                   help="picture to write; its suffix picks the format "
+                        "(default stencilkit-demo.png)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=demo)
-    p = sub.add_parser("bench", help="run the benchmark suite")
+    p = sub.add_parser("bench", help="run the benchmark suite",
+                       description="Time stencilkit against NumPy and Numba on standard cases.")
     p.add_argument("--quick", action="store_true", help="small sizes, seconds")
-    p.add_argument("--json", help="write results as JSON to this file")
-    p.add_argument("--plot", help="write a PNG bar chart to this file")
-    p.add_argument("--only", nargs="*", help="run only these cases")
+    p.add_argument("--json", metavar="FILE", help="write results as JSON to this file")
+    p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart to this file")
+    p.add_argument("--only", nargs="*", metavar="CASE", help="run only these cases")
     p.set_defaults(run=bench)
-    p = sub.add_parser("show", help="print the generated code of FILE.py:NAME")
-    p.add_argument("target")
-    p.add_argument("--backend", default=None)
+    p = sub.add_parser("show", help="print the generated code of FILE.py:NAME",
+                       description="Print the code generated for the stencil, kernel or "
+                                   "ParLoop NAME defined in FILE.py. A point kernel needs "
+                                   "argument types: define NAME_example() in FILE.py returning "
+                                   "example arguments.")
+    p.add_argument("target", metavar="FILE.py:NAME", help="the file and the name of the object")
+    p.add_argument("--backend", choices=list(REGISTRY), default=None,
+                   help="the backend to generate for (default: the configured one)")
     p.set_defaults(run=show)
-    args = parser.parse_args(argv)
-    return args.run(args)
+    p = sub.add_parser("backends", help="list the backends and why any is unavailable",
+                       description="List every backend, whether it can run here, and if not "
+                                   "why.")
+    p.set_defaults(run=list_backends)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import StencilError
+
+    prog = "stencilkit"
+    try:
+        args = _parser().parse_args(argv)
+        prog = f"stencilkit {args.command}"
+        status = args.run(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, and keep the interpreter's final
+        # flush of stdout from reporting the same broken pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except (UsageError, StencilError) as exc:
+        print(f"{prog}: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{prog}: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"{prog}: error: out of memory", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

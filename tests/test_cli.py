@@ -1,0 +1,203 @@
+"""The command line: bad input gives one line on stderr and exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import stencilkit as sk
+from stencilkit.cli import main
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+KERNELS = textwrap.dedent("""
+    import numpy as np
+    import stencilkit as sk
+
+    @sk.stencil
+    def blur(a):
+        return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+    def blur_example():
+        return (np.zeros((8, 8)),)
+
+    @sk.stencil
+    def untyped(a):
+        return a[1, 0]
+
+    def broken_example():
+        raise RuntimeError("no example today")
+
+    broken = blur
+    not_a_stencil = 3
+""")
+
+
+@pytest.fixture
+def kernels(tmp_path) -> Path:
+    path = tmp_path / "kernels.py"
+    path.write_text(KERNELS)
+    return path
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_usage_error(capsys, *argv: str, says: str) -> None:
+    status, out, err = cli(capsys, *argv)
+    assert status == 2, (status, out, err)
+    assert err.endswith("\n") and err.count("\n") == 1, err  # one line
+    assert err.startswith("stencilkit") and "error: " in err, err
+    assert "Traceback" not in err and says in err, err
+
+
+def run(*argv: str, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "stencilkit.cli", *argv], capture_output=True,
+                          text=True, env=env, timeout=120, **kw)
+
+
+# ----------------------------------------------------------------------------- show
+
+def test_show_prints_generated_code(capsys, kernels):
+    status, out, err = cli(capsys, "show", f"{kernels}:blur", "--backend", "c")
+    assert status == 0 and err == ""
+    assert "kernels.py:7" in out and "#pragma omp" in out
+
+
+@pytest.mark.parametrize("target, says", [
+    ("{k}:nothing_here", "defines no 'nothing_here'"),
+    ("{k}:not_a_stencil", "is of type int"),
+    ("{k}:untyped", "untyped_example()"),
+    ("{k}:broken", "no example today"),
+    ("{d}/missing.py:blur", "no such file"),
+    ("{d}:blur", "not a file"),
+    ("{k}", "expected FILE.py:NAME"),
+    ("{k}:", "expected FILE.py:NAME"),
+])
+def test_show_bad_target(capsys, kernels, target, says):
+    assert_usage_error(capsys, "show", target.format(k=kernels, d=kernels.parent), says=says)
+
+
+def test_show_file_that_fails(capsys, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n")
+    assert_usage_error(capsys, "show", f"{bad}:f", says="bad.py:1: syntax error")
+    raising = tmp_path / "raising.py"
+    raising.write_text("raise ImportError('missing dependency')\n")
+    assert_usage_error(capsys, "show", f"{raising}:f", says="missing dependency")
+    exiting = tmp_path / "exiting.py"
+    exiting.write_text("import sys\nsys.exit(3)\n")
+    assert_usage_error(capsys, "show", f"{exiting}:f", says="SystemExit")
+
+
+@pytest.mark.parametrize("backend, says", [("fortran", "invalid choice: 'fortran'"),
+                                           ("cuda", "backend 'cuda' is not available")])
+def test_show_bad_backend(capsys, kernels, backend, says):
+    assert_usage_error(capsys, "show", f"{kernels}:blur", "--backend", backend, says=says)
+
+
+def test_show_into_a_closed_pipe_exits_quietly(kernels):
+    for _ in range(2):  # shell pipeline, and a reader that closed before anything came
+        shell = subprocess.run(
+            f"{sys.executable} -m stencilkit.cli show {kernels}:blur --backend c | head -1",
+            shell=True, capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, PYTHONPATH=SRC))
+        assert shell.returncode == 0 and shell.stdout.startswith("#include"), shell
+        assert shell.stderr == "", shell.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "stencilkit.cli", "show", f"{kernels}:blur",
+                             "--backend", "c"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=SRC))
+    proc.stdout.close()  # nobody reads: every write gets EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == "", err
+
+
+# ----------------------------------------------------------------------------- demo
+
+@pytest.mark.parametrize("argv, says", [
+    (["--steps", "-5"], "--steps: expected an integer of at least 0, got -5"),
+    (["--size", "0"], "--size: expected an integer from 3"),
+    (["--size", "2"], "--size: expected an integer from 3"),
+    (["--size", "100000"], "--size: expected an integer from 3 to 8192"),
+    (["--size", "many"], "expected an integer, got 'many'"),
+    (["--output", "/nonexistent-dir/x.png"], "does not exist"),
+    (["--output", "{d}"], "is a directory"),
+    (["--output", "{d}/picture.xyz"], "unknown picture format '.xyz'"),
+    (["--output", "/proc/self/demo.png"], "/proc/self/demo.png"),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+])
+def test_demo_bad_input(capsys, tmp_path, argv, says):
+    argv = [a.format(d=tmp_path) for a in argv]
+    assert_usage_error(capsys, "demo", "--quiet", *argv, says=says.format(d=tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("size, steps", [(16, 0), (3, 2)])
+def test_demo_small_and_empty_runs_make_sense(capsys, tmp_path, size, steps):
+    picture = tmp_path / "demo.png"
+    status, out, err = cli(capsys, "demo", "--quiet", "--size", str(size), "--steps",
+                           str(steps), "--output", str(picture))
+    assert status == 0, err
+    assert picture.stat().st_size > 0 and f"wrote {picture}" in out
+    assert "nan" not in out and "inf" not in out, out
+
+
+# ----------------------------------------------------------------------------- the rest
+
+def test_version():
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"stencilkit {sk.__version__}"
+
+
+def test_no_command_and_unknown_command(capsys):
+    assert_usage_error(capsys, says="required: COMMAND")
+    assert_usage_error(capsys, "frobnicate", says="invalid choice: 'frobnicate'")
+
+
+def test_bad_input_in_a_real_process_has_no_traceback():
+    proc = run("demo", "--size", "0")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["demo", "bench", "show", "backends"])
+def test_every_option_has_help(capsys, command):
+    import argparse
+
+    from stencilkit.cli import _parser
+
+    (subparsers,) = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    sub = subparsers.choices[command]
+    assert sub.description
+    for action in sub._actions:
+        assert action.help, f"stencilkit {command}: {action.option_strings or action.dest} has no help"
+    status, out, _ = cli(capsys, command, "--help")
+    assert status == 0 and out.startswith(f"usage: stencilkit {command}")
+
+
+def test_top_level_help_lists_every_command(capsys):
+    status, out, _ = cli(capsys, "--help")
+    assert status == 0
+    for command in ("demo", "bench", "show", "backends"):
+        assert command in out
+    assert "--version" in out
+
+
+def test_backends_lists_every_backend(capsys):
+    status, out, _ = cli(capsys, "backends")
+    assert status == 0
+    for name in sk.backends.REGISTRY:
+        assert out.count(f"{name} ") >= 1
+    assert "numpy" in out and "available" in out
