@@ -357,6 +357,26 @@ def test_fallback_in_process_warns_once(tmp_path, monkeypatch):
     assert len([w for w in record if issubclass(w.category, cache.CacheWarning)]) == 1
 
 
+def test_cache_directory_removed_under_a_running_process_is_made_again(tmp_path, monkeypatch):
+    import warnings
+
+    monkeypatch.setattr(cache, "_warned", set())
+    sk.configure(cache_dir=tmp_path / "cache")
+
+    def k2(a):
+        return a[-1] * 2.0 + a[1]
+
+    def k7(a):
+        return a[-1] * 7.0 + a[1]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cache.CacheWarning)
+        sk.stencil(k2, backend="c")(np.arange(10.0))
+        shutil.rmtree(tmp_path / "cache")
+        np.testing.assert_array_equal(sk.stencil(k7, backend="c")(np.arange(10.0))[1:3], [2, 10])
+    assert len(entries(tmp_path / "cache")) == 1
+
+
 # ----------------------------------------------------------------- concurrency and kills
 
 CLEARER = textwrap.dedent("""

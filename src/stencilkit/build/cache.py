@@ -155,6 +155,11 @@ def _warn_once(tag: str, message: str) -> None:
         warnings.warn(message, CacheWarning, stacklevel=4)
 
 
+def _ours(st: os.stat_result) -> bool:
+    # Where there are no POSIX owners (Windows) the digest checks remain, not the owner checks.
+    return not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+
+
 def _owned_private_dir(path: Path, *, create: bool) -> None:
     """Make sure ``path`` is a directory of ours closed to others (creating it 0700)."""
     if create:
@@ -163,7 +168,7 @@ def _owned_private_dir(path: Path, *, create: bool) -> None:
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
         raise _Unusable(f"{path} is not a directory")
-    if st.st_uid != os.geteuid():
+    if not _ours(st):
         raise _Unusable(f"{path} belongs to another user (uid {st.st_uid})")
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)
@@ -172,7 +177,7 @@ def _owned_private_dir(path: Path, *, create: bool) -> None:
 def _check_ancestors(base: Path) -> None:
     for p in (base, *base.parents):
         st = os.stat(p)
-        if st.st_uid not in (os.geteuid(), 0):
+        if not _ours(st) and st.st_uid != 0:
             raise _Unusable(f"{p} belongs to another user (uid {st.st_uid})")
         if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
             raise _Unusable(f"{p} is writable by other users")
@@ -248,7 +253,7 @@ def entry_dir(k: str) -> Path:
 def _check_node(path: Path, st: os.stat_result, kind: str) -> None:
     if kind == "dir" and not stat.S_ISDIR(st.st_mode) or kind == "file" and not stat.S_ISREG(st.st_mode):
         raise _Untrusted(f"{path.name} is not a {'directory' if kind == 'dir' else 'regular file'}")
-    if st.st_uid != os.geteuid():
+    if not _ours(st):
         raise _Untrusted(f"{path.name} belongs to another user (uid {st.st_uid})")
     if st.st_mode & 0o022:
         raise _Untrusted(f"{path.name} is writable by other users")
@@ -256,7 +261,7 @@ def _check_node(path: Path, st: os.stat_result, kind: str) -> None:
 
 def _read_checked(path: Path, limit: int | None = None) -> tuple[bytes, os.stat_result]:
     """The bytes of ``path``, read through a descriptor whose owner and mode were checked."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
         _check_node(path, st, "file")
@@ -372,7 +377,7 @@ def _locked(r: Path, k: str) -> Iterator[None]:
     except OSError as exc:
         raise _Unusable(f"cannot use the lock file {path}: {exc.strerror}") from None
     else:
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        if not stat.S_ISREG(st.st_mode) or not _ours(st):
             raise _Unusable(f"the lock file {path} is not a file of this user")
     lock = FileLock(str(path), mode=0o600, timeout=_LOCK_TIMEOUT)
     try:
@@ -478,7 +483,21 @@ def get_or_build(k: str, artifact: str, build: Callable[[Path], None],
     try:
         return _build_in(r, k, artifact, build, load)
     except _Unusable as exc:
-        _abandon_root(r, str(exc))
+        # Made again if it was only removed (by hand, under a running process), else given up
+        # for a private temporary cache.
+        configured = current().cache_dir
+        _roots.pop(configured, None)
+        try:
+            r2 = _prepare(configured)
+        except _Unusable as again:
+            r2 = _fallback(configured, str(again))
+        _roots[configured] = r2
+        reason = str(exc)
+    try:
+        return _build_in(r2, k, artifact, build, load)
+    except _Unusable as exc:
+        reason = str(exc)
+    _abandon_root(r2, reason)
     try:
         return _build_in(root(), k, artifact, build, load)
     except _Unusable as exc:
