@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -100,6 +101,7 @@ class _Untrusted(Exception):
 
 # ----------------------------------------------------------------------------- keys
 
+@functools.cache
 def python_abi() -> str:
     """What a compiled extension depends on in the interpreter (part of every key and entry)."""
     return " ".join([sys.implementation.cache_tag or sys.implementation.name,
