@@ -26,7 +26,8 @@ Trust. Loading a library runs its code, so an entry is loaded only once verified
 Verify-then-load by path has no window another user can exploit: the bytes hashed are read
 through a descriptor whose owner and mode were checked, and no other non-root user can
 rename anything on the path between the check and ``dlopen``, because every directory on it
-is owned by us (or root) and closed to others. Our own processes only replace a whole entry
+is owned by us (or root) and closed to others (or sticky, like /tmp, where only an owner may
+rename). Our own processes only replace a whole entry
 with one they built and loaded themselves. A private copy per load would add a file write to
 every warm start and close no further hole.
 
