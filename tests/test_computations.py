@@ -60,20 +60,37 @@ def test_hdiff(backend):
     np.testing.assert_allclose(out, C.ref_hdiff(inp, coeff), rtol=1e-13, atol=1e-14)
 
 
-def test_default_origin_is_each_fields_own_halo(backend):
-    # in_field needs a halo of 2 (origin (2, 2, 0)); out_field and coeff need none (origin 0);
-    # the domain is the largest that fits every field: 14 - 2 - 2 = 10.
+def test_default_origin_is_shared_by_equally_shaped_fields(backend):
+    # All fields have one shape: they share the largest halo any needs, (2, 2, 0), so that
+    # out[2:-2, 2:-2] receives the result computed from in_field[2:-2, 2:-2]'s neighbourhood.
     shape = (14, 13, 5)
     inp, coeff = rng.random(shape), 0.1 * rng.random(shape)
     out = np.zeros(shape)
     info: dict = {}
     _st(C.hdiff, backend)(inp, out, coeff, exec_info=info)
     assert info["domain"] == (10, 9, 5)
+    assert {f: info["origin"][f] for f in ("in_field", "out_field", "coeff")} == {
+        "in_field": (2, 2, 0), "out_field": (2, 2, 0), "coeff": (2, 2, 0)}
+    ref = C.ref_hdiff(inp, coeff)
+    np.testing.assert_allclose(out[2:12, 2:11], ref[2:12, 2:11], rtol=1e-13, atol=1e-14)
+    assert not out[:2].any() and not out[12:].any()
+
+
+def test_default_origin_is_each_fields_own_halo(backend):
+    # Shapes differ: in_field needs a halo of 2 (origin (2, 2, 0)); out_field and coeff need
+    # none (origin 0); the domain is the largest that fits every field: 14 - 2 - 2 = 10.
+    shape = (14, 13, 5)
+    inp = rng.random(shape)
+    coeff = 0.1 * rng.random((10, 9, 5))
+    out = np.zeros((10, 9, 5))
+    info: dict = {}
+    _st(C.hdiff, backend)(inp, out, coeff, exec_info=info)
+    assert info["domain"] == (10, 9, 5)
     assert info["origin"]["in_field"] == (2, 2, 0) and info["origin"]["out_field"] == (0, 0, 0)
     shifted_coeff = np.zeros(shape)
-    shifted_coeff[2:12, 2:11] = coeff[:10, :9]
+    shifted_coeff[2:12, 2:11] = coeff
     ref = C.ref_hdiff(inp, shifted_coeff)
-    np.testing.assert_allclose(out[:10, :9], ref[2:12, 2:11], rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(out, ref[2:12, 2:11], rtol=1e-13, atol=1e-14)
 
 
 def test_hdiff_ir_shows_stages_and_extents():

@@ -200,10 +200,10 @@ class ComputationStencil:
         elif origin is not None:
             given = {f.name: tuple(origin) for f in defn.fields}  # type: ignore[arg-type]
         origins: dict[str, Origin] = {}
+        defaults = {f.name: self._own_origin(f.name) for f in defn.fields}
+        shared = _shared_origin(defn, fields, defaults)
         for f in defn.fields:
-            ext = self.schedule.extent(f.name)
-            below, _ = self._k_need(f.name, 1 << 20)
-            default = (-ext[0], -ext[2], below)
+            default = shared.get(f.name, defaults[f.name])
             if f.name in given:
                 o = given[f.name]
                 o3 = _expand(o, f.axes) if len(o) != 3 else o
@@ -229,6 +229,11 @@ class ComputationStencil:
             temp_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2],
                               dom[2] + below + above)
         return Geometry(origins, dom, temp_shapes)  # type: ignore[arg-type]
+
+    def _own_origin(self, name: str) -> Origin:
+        ext = self.schedule.extent(name)
+        below, _ = self._k_need(name, 1 << 20)
+        return (-ext[0], -ext[2], below)
 
     def _default_domain(self, fields, origins) -> tuple[int, int, int]:
         dom = []
@@ -315,6 +320,24 @@ def _hashable(value: object) -> object:
     if value is None:
         return None
     return tuple(value)  # type: ignore[arg-type]
+
+
+def _shared_origin(defn: c.ComputationDef, fields: dict[str, np.ndarray],
+                   own: dict[str, Origin]) -> dict[str, Origin]:
+    """When every 3-D field has one shape: the origin they share (per axis, the largest halo
+    any of them needs), so that equally shaped arrays are indexed alike; 2-D and 1-D fields of
+    the same sizes along their axes share it too."""
+    shapes = {np.shape(fields[f.name]) for f in defn.fields if f.axes == "IJK"}
+    if len(shapes) != 1:
+        return {}
+    shape = shapes.pop()
+    members = [f for f in defn.fields
+               if all(i < np.ndim(fields[f.name]) and
+                      np.shape(fields[f.name])[i] == shape["IJK".index(a)]
+                      for i, a in enumerate(f.axes))]
+    origin = tuple(max((own[f.name][a] for f in members if "IJK"[a] in f.axes), default=0)
+                   for a in range(3))
+    return {f.name: origin for f in members}  # type: ignore[misc]
 
 
 def _expand(o: tuple[int, ...], axes: str) -> Origin:
