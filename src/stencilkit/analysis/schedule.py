@@ -124,39 +124,115 @@ def _rule_error(rule: str, message: str, defn: c.ComputationDef, loc, hint: str)
 
 def check_access_rules(defn: c.ComputationDef) -> None:
     """Reject what has no well-defined meaning (see the module docstring)."""
-    temps = {t for t, _ in defn.temporaries}
-    written_before: set[str] = set()
+    _check_intervals_disjoint(defn)
+    _check_definite_writes(defn)
     for block in defn.blocks:
-        block_writes = set().union(*(writes(s) for iv in block.intervals for s in iv.body))
-        visible = written_before | (block_writes if block.policy != "PARALLEL" else set())
-        for iv in block.intervals:
-            for unit in iv.body:
-                for acc in reads(unit):
-                    if acc.field in temps and acc.field not in visible:
-                        raise _rule_error(
-                            "undefined read", f"temporary '{acc.field}' is read before any "
-                            "statement writes it, so its value is undefined", defn, acc.loc,
-                            "assign the temporary first (or in an earlier computation)")
-                visible |= writes(unit)
-        written_before |= block_writes
-    for block in defn.blocks:
-        block_writes = set().union(*(writes(s) for iv in block.intervals for s in iv.body))
         for iv in block.intervals:
             for unit in iv.body:
                 written = writes(unit)
                 for acc in reads(unit):
-                    di, dj, dk = offsets(acc)
+                    di, dj, _ = offsets(acc)
                     if acc.field in written and (di, dj) != (0, 0):
                         raise _rule_error(
                             "rule 2", f"'{acc.field}' is written by this statement and read "
                             f"by it with the horizontal offset ({di}, {dj})", defn, acc.loc,
                             "write the result to a new temporary, or split the statement so "
                             "that the offset read comes from a previous statement")
-                    if block.policy == "PARALLEL" and dk != 0 and acc.field in block_writes:
+        if block.policy == "PARALLEL":
+            _check_parallel_k_reads(defn, block)
+
+
+def _bound_key(b: c.AxisBound) -> tuple[bool, int]:
+    """Order of K bounds as GT4Py compares them: every START-relative level before every
+    END-relative one (the domain is assumed deep enough)."""
+    return (b.from_end, b.offset)
+
+
+def _check_intervals_disjoint(defn: c.ComputationDef) -> None:
+    for block in defn.blocks:
+        seen: list[c.IntervalBlock] = []
+        for iv in block.intervals:
+            for other in seen:
+                if _bound_key(iv.start) < _bound_key(other.end) and \
+                        _bound_key(other.start) < _bound_key(iv.end):
+                    raise AccessRuleError(
+                        f"interval({iv.start}, {iv.end}) overlaps interval({other.start}, "
+                        f"{other.end}) of the same computation", stencil=defn.name,
+                        loc=iv.loc, hint="make the intervals of one computation disjoint, or "
+                                         "put the second one in its own `with computation`")
+            seen.append(iv)
+
+
+def _check_definite_writes(defn: c.ComputationDef) -> None:
+    """A temporary must be written before it is read, on the path that reads it: in program
+    order, where a write inside an ``if`` or ``while`` body counts for the rest of that body
+    (and, as GT4Py's analysis is not path-sensitive beyond that, after the statement too)."""
+    temps = {t for t, _ in defn.temporaries}
+
+    def check(e: d.Node, visible: set[str]) -> None:
+        for acc in (n for n in walk(e) if isinstance(n, d.Access)):
+            if acc.field in temps and acc.field not in visible:
+                raise _rule_error(
+                    "undefined read", f"temporary '{acc.field}' is read before any statement "
+                    "writes it, so its value is undefined", defn, acc.loc,
+                    "assign the temporary first (or in an earlier computation)")
+
+    def visit(body: tuple[d.Stmt, ...], visible: set[str]) -> None:
+        for s in body:
+            match s:
+                case d.Assign(value=v):
+                    check(v, visible)
+                case d.If(cond=cond, body=b, orelse=o):
+                    check(cond, visible)
+                    visit(b, set(visible))
+                    visit(o, set(visible))
+                case d.While(cond=cond, body=b):
+                    check(cond, visible)
+                    visit(b, set(visible))
+                case _:
+                    check(s, visible)
+            visible |= writes(s)
+
+    written_before: set[str] = set()
+    for block in defn.blocks:
+        block_writes = set().union(*(writes(s) for iv in block.intervals for s in iv.body))
+        # FORWARD/BACKWARD: a level may read what a later statement wrote at an earlier level
+        visible = written_before | (block_writes if block.policy != "PARALLEL" else set())
+        for iv in block.intervals:
+            visit(iv.body, visible)
+        written_before |= block_writes
+
+
+def _levels(iv: c.IntervalBlock, nk: int) -> range:
+    k0, k1 = iv.bounds(nk)
+    return range(k0, max(k0, k1))
+
+
+def _check_parallel_k_reads(defn: c.ComputationDef, block: c.VerticalBlock) -> None:
+    """A read at a nonzero K offset of a name this PARALLEL computation writes is rejected
+    only when a level it reads is also written by the computation (levels in any order)."""
+    writers: dict[str, list[c.IntervalBlock]] = {}
+    for iv in block.intervals:
+        for s in iv.body:
+            for w in writes(s):
+                writers.setdefault(w, []).append(iv)
+    for iv in block.intervals:
+        for unit in iv.body:
+            for acc in reads(unit):
+                dk = offsets(acc)[2]
+                if dk == 0 or acc.field not in writers:
+                    continue
+                bounds = [b for w in (iv, *writers[acc.field]) for b in (w.start, w.end)]
+                # Levels are linear in nk: beyond every offset involved the answer repeats.
+                top = 2 * (max(abs(b.offset) for b in bounds) + abs(dk)) + 2
+                for nk in range(1, top + 1):
+                    written = set().union(*(_levels(w, nk) for w in writers[acc.field]))
+                    if any(k + dk in written for k in _levels(iv, nk)):
                         raise _rule_error(
                             "PARALLEL", f"'{acc.field}' is written in this PARALLEL "
-                            f"computation and read with the vertical offset {dk}", defn,
-                            acc.loc, "use computation(FORWARD) or BACKWARD for vertical "
+                            f"computation and read with the vertical offset {dk} at levels "
+                            "it writes", defn, acc.loc,
+                            "use computation(FORWARD) or BACKWARD for vertical "
                             "dependencies, or compute the field in an earlier computation")
 
 
