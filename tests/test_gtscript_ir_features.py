@@ -170,3 +170,158 @@ def test_intervals_from_both_ends_do_not_overlap_as_in_gt4py(backend):
                 b = a + b[0, 0, 1]
 
     same_as_gt4py(ends, [rng.random((2, 2, 5)), np.zeros((2, 2, 5))], backend)
+
+
+# ------------------------------------------------------------------ horizontal regions
+
+
+def _regions_basic(a: Field[float], b: Field[float]):
+    with computation(PARALLEL), interval(...):
+        b = a
+        with horizontal(region[I[0], :], region[:, J[-1]]):
+            b = b + 10.0
+
+
+def _regions_slices(a: Field[float], b: Field[float]):
+    with computation(PARALLEL), interval(...):
+        b = a
+        with horizontal(region[I[0] : I[0] + 2, J[-1]]):
+            b = a * 3.0
+        with horizontal(region[:, J[0]]):
+            b = b - a[1, 0, 0]
+
+
+def _regions_outside_domain(a: Field[float], b: Field[float], c: Field[float]):
+    # t is computed one point beyond the domain, so the regions outside it take effect; b is
+    # not (nothing reads it there), so they do not: GT4Py's meaning.
+    with computation(PARALLEL), interval(...):
+        t = a
+        b = a
+        with horizontal(region[I[-1] + 1, :]):
+            t = a + 100.0
+        with horizontal(region[I[-1] + 1, :]):
+            b = a + 100.0
+        with horizontal(region[I[0] - 1, :], region[:, J[-1] + 1]):
+            t = a - 100.0
+        c = t[1, 0, 0] + t[-1, 0, 0] + t[0, 1, 0]
+
+
+def _regions_offset_reads(a: Field[float], b: Field[float]):
+    with computation(PARALLEL), interval(...):
+        t = a * 2.0
+        with horizontal(region[I[0], :]):
+            t = a[-1, 0, 0] + a[0, -1, 0]
+        with horizontal(region[I[-1], J[0] : J[0] + 2]):
+            t = a[1, 0, 0] - a[-1, 0, 0]
+        b = t[1, 0, 0] + t[-1, 0, 0]
+
+
+def _regions_forward(a: Field[float], b: Field[float]):
+    with computation(FORWARD):
+        with interval(0, 1):
+            b = a
+        with interval(1, None):
+            b = a + b[0, 0, -1]
+            with horizontal(region[I[0], :]):
+                b = b[0, 0, -1] * 0.5
+                if a > 0.5:
+                    b = b + 1.0
+
+
+def _regions_externals(a: Field[float], b: Field[float]):
+    from __externals__ import i_start, j_end
+    with computation(PARALLEL), interval(...):
+        b = a
+        with horizontal(region[i_start, :]):
+            b = a + 1.0
+        with horizontal(region[:i_start, j_end:]):
+            b = a + 2.0
+
+
+REGION_CASES = {
+    "basic": (_regions_basic, 2, (0, 0, 0), (6, 5, 3), {}),
+    "slices": (_regions_slices, 2, (0, 0, 0), (6, 5, 3), {}),
+    "outside_domain": (_regions_outside_domain, 3, (2, 2, 0), (5, 4, 3), {}),
+    "offset_reads": (_regions_offset_reads, 2, (2, 2, 0), (5, 4, 2), {}),
+    "forward": (_regions_forward, 2, (1, 1, 0), (5, 4, 5), {}),
+    "externals": (_regions_externals, 2, (1, 1, 0), (6, 5, 2),
+                  {"i_start": sk.gtscript.I[0] + 1, "j_end": sk.gtscript.J[-1] - 1}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGION_CASES))
+def test_horizontal_regions_as_gt4py(name, backend):
+    func, n_fields, origin, domain, externals = REGION_CASES[name]
+    shape = (9, 8, domain[2])
+    arrays = [rng.random(shape) for _ in range(n_fields)]
+    same_as_gt4py(func, arrays, backend, externals=externals, origin=origin, domain=domain)
+
+
+def test_region_outside_the_domain_writes_the_halo_of_a_field_read_there(backend):
+    # GT4Py refuses to extend the computation of a written parameter; we compute b one point
+    # beyond the domain because c reads it there, so b's region after the domain is written.
+    def halo_write(a: Field[float], b: Field[float], c: Field[float]):
+        with computation(PARALLEL), interval(...):
+            b = a
+            with horizontal(region[I[-1] + 1, :]):
+                b = a + 100.0
+        with computation(PARALLEL), interval(...):
+            c = b[1, 0, 0]
+
+    a, b, c = rng.random((8, 5, 2)), np.zeros((8, 5, 2)), np.zeros((8, 5, 2))
+    st = sk.stencil(halo_write, backend=backend)
+    st(a, b, c, origin=(1, 0, 0), domain=(5, 5, 2))
+    expect_b = np.zeros_like(b)
+    expect_b[1:7] = a[1:7]
+    expect_b[6] += 100.0
+    np.testing.assert_array_equal(b, expect_b)
+    np.testing.assert_array_equal(c[1:6], expect_b[2:7])
+    assert "region[end:end+1, :]" in st.ir
+
+
+def test_region_reads_from_the_far_end_need_a_large_enough_domain(backend):
+    # At I[-1], a[-3, 0, 0] stays inside the domain only when it has at least 4 points; with
+    # fewer it would read before the array, so the call is refused instead.
+    def far(a: Field[float], b: Field[float]):
+        with computation(PARALLEL), interval(...):
+            b = a
+            with horizontal(region[I[-1], :]):
+                b = a[-3, 0, 0]
+
+    st = sk.stencil(far, backend=backend)
+    assert st.extents["a"] == (0, 0, 0, 0)
+    a, b = rng.random((5, 3, 2)), np.zeros((5, 3, 2))
+    st(a, b)
+    np.testing.assert_array_equal(b[4], a[1])
+    with pytest.raises(sk.ArgumentError, match="at least 4"):
+        st(a[:3], b[:3])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("region[I[1], :]", "I\\[0\\] or I\\[-1\\]"),
+    ("region[J[0], :]", "position along I"),
+    ("region[I[0]]", "region\\[I-range, J-range\\]"),
+    ("region[I[0] + I[0], :]", "position along I"),
+])
+def test_malformed_regions_are_rejected(text, message):
+    ns = define(f"""
+        def bad_region(a: Field[float], b: Field[float]):
+            with computation(PARALLEL), interval(...):
+                with horizontal({text}):
+                    b = a
+        """)
+    with pytest.raises(sk.StencilSyntaxError, match=message) as info:
+        sk.stencil(ns["bad_region"])
+    assert ":4:" in str(info.value)
+
+
+def test_horizontal_inside_an_if_is_rejected():
+    ns = define("""
+        def nested_region(a: Field[float], b: Field[float]):
+            with computation(PARALLEL), interval(...):
+                if a > 0.0:
+                    with horizontal(region[I[0], :]):
+                        b = a
+        """)
+    with pytest.raises(sk.StencilSyntaxError, match="inside the horizontal region"):
+        sk.stencil(ns["nested_region"])

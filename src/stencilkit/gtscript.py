@@ -22,6 +22,39 @@ class Axis(Enum):
     J = "J"
     K = "K"
 
+    def __getitem__(self, index: int) -> AxisIndex:
+        """``I[0]``: the first index of the compute domain along I; ``I[-1]`` the last."""
+        if self is Axis.K or index not in (0, -1):
+            raise ValueError(f"write {self.value}[0] or {self.value}[-1] (then add or subtract "
+                             f"an integer), got {self.value}[{index!r}]")
+        return AxisIndex(self.value, index)
+
+
+@dataclass(frozen=True)
+class AxisIndex:
+    """A position along I or J relative to the compute domain, as in gtscript: ``I[0] + 2`` is
+    two points after its first index, ``I[-1] + 1`` the first point after its last."""
+
+    axis: str
+    index: int  # 0: from the start of the domain; -1: from its last point
+    offset: int = 0
+
+    def __add__(self, n: int) -> AxisIndex:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            return NotImplemented
+        return AxisIndex(self.axis, self.index, self.offset + int(n))
+
+    __radd__ = __add__
+
+    def __sub__(self, n: int) -> AxisIndex:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            return NotImplemented
+        return AxisIndex(self.axis, self.index, self.offset - int(n))
+
+    def __str__(self) -> str:
+        return f"{self.axis}[{self.index}]" + (f" {'+-'[self.offset < 0]} {abs(self.offset)}"
+                                                if self.offset else "")
+
 
 I, J, K = Axis.I, Axis.J, Axis.K
 IJ = (Axis.I, Axis.J)

@@ -219,6 +219,7 @@ class ComputationStencil:
                                     stencil=self.__name__)
         else:
             dom = self._default_domain(fields, origins)
+        self._check_min_domain(dom, plan)
         if validate:
             self._check_halos(fields, origins, dom)
         temp_shapes = {}
@@ -261,6 +262,15 @@ class ComputationStencil:
             nk = max(0, nk - shrink)
         dom[2] = nk
         return tuple(dom)  # type: ignore[return-value]
+
+    def _check_min_domain(self, dom: tuple[int, ...], plan: Plan) -> None:
+        for axis, n, least in zip("IJ", dom, plan.schedule.min_domain):
+            if 0 < n < least:
+                raise ArgumentError(
+                    f"the domain has {n} point(s) along {axis}, but its horizontal regions "
+                    f"read from one end of the domain as far as the other: at least {least} "
+                    "are needed", stencil=self.__name__, loc=self.definition.loc,
+                    hint=f"use a domain of at least {least} points along {axis}")
 
     def _check_halos(self, fields, origins, dom) -> None:
         for f in self.definition.fields:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .. import dtypes
 from ..errors import AccessRuleError
 from ..ir import computation as c
 from ..ir import definition as d
@@ -57,7 +58,8 @@ def type_computation(defn: c.ComputationDef) -> c.ComputationDef:
     arrays = {f.name: ArgType(f.dtype, len(f.axes)) for f in defn.fields}
     scalars = {s.name: s.dtype for s in defn.scalars}
     temps = frozenset(n for n, _ in defn.temporaries)
-    typer = Typer(defn.name, scalars, arrays, rules="numpy", fields=frozenset(arrays))
+    typer = _ComputationTyper(defn.name, scalars, arrays, rules="numpy",
+                              fields=frozenset(arrays))
     typer.temporaries = temps
     bodies = [iv.body for b in defn.blocks for iv in b.intervals]
     everything = tuple(s for body in bodies for s in body)
@@ -71,6 +73,73 @@ def type_computation(defn: c.ComputationDef) -> c.ComputationDef:
         for b in defn.blocks)
     temporaries = tuple(sorted((n, t) for n, t in typer.vars.items() if n in temps))
     return dataclasses.replace(defn, blocks=blocks, temporaries=temporaries)
+
+
+class _ComputationTyper(Typer):
+    """The typing of the definition IR plus the nodes only computations have."""
+
+    def _expr(self, e: d.Expr) -> d.Expr:
+        if isinstance(e, c.InRegion):
+            return dataclasses.replace(e, dtype=dtypes.BOOL)
+        return super()._expr(e)
+
+
+# ------------------------------------------------------------------ regions
+
+
+def _axis_reach(lo: int, hi: int, bounds: c.Bounds, dd: int
+                ) -> tuple[tuple[int, int], int] | None:
+    """Along one axis, the points a read at offset ``dd`` touches from a statement computed on
+    [lo, n - 1 + hi] and restricted to ``bounds``: (the halo it needs before and after the
+    domain, the smallest domain size n for which that is exact), or None where the region
+    cannot meet the computed points. A region bound counted from one end says nothing about
+    the other end unless the domain is large enough, which the returned size guarantees."""
+    s, e = bounds
+    first = ("start", lo) if s is None else (("end", s.offset) if s.from_end
+                                              else ("start", max(lo, s.offset)))
+    # the last point, counted from the start, or from n (index n - 1 is "end" -1)
+    last = ("end", hi - 1) if e is None else (("end", min(hi - 1, e.offset - 1)) if e.from_end
+                                               else ("start", e.offset - 1))
+    if first[0] == last[0] and first[1] > last[1]:
+        return None
+    if first[0] == "end" and last[0] == "start":  # an inverted region: no assumption
+        return (min(0, lo + dd), max(0, hi + dd)), 0
+    min_n = 0
+    if first[0] == "start":
+        before = min(0, first[1] + dd)
+    else:
+        before, min_n = 0, max(min_n, -(first[1] + dd))
+    if last[0] == "end":
+        after = max(0, last[1] + dd + 1)
+    else:
+        after, min_n = 0, max(min_n, last[1] + dd + 1)
+    return (before, after), min_n
+
+
+def access_extent(ext: c.Extent, di: int, dj: int, region: c.InRegion | None
+                  ) -> tuple[c.Extent, tuple[int, int]] | None:
+    """The halo a read at (di, dj) needs from a unit computed on ``ext`` (restricted to
+    ``region``), with the smallest domain (ni, nj) for which it is exact; None where the
+    region never meets the unit's points."""
+    if region is None:
+        return shift(ext, di, dj), (0, 0)
+    ri = _axis_reach(ext[0], ext[1], region.i, di)
+    rj = _axis_reach(ext[2], ext[3], region.j, dj)
+    if ri is None or rj is None:
+        return None
+    return (*ri[0], *rj[0]), (ri[1], rj[1])  # type: ignore[return-value]
+
+
+def unit_reads(unit: d.Stmt, ext: c.Extent) -> list[tuple[d.Access, c.Extent, tuple[int, int]]]:
+    """Each read of ``unit`` with the halo it needs when the unit is computed on ``ext``."""
+    region = c.region_of(unit)
+    out = []
+    for acc in reads(unit):
+        di, dj, _ = offsets(acc)
+        reach = access_extent(ext, di, dj, region)
+        if reach is not None:
+            out.append((acc, *reach))
+    return out
 
 
 # ------------------------------------------------------------------ schedule
@@ -113,6 +182,9 @@ class Schedule:
     multistages: tuple[MultiStage, ...]
     extents: tuple[tuple[str, c.Extent], ...]  # horizontal halo each field/temporary needs
     k_accesses: tuple[KAccess, ...]
+    # smallest (ni, nj) for which the extents are exact: reads in horizontal regions counted
+    # from one end of the domain are assumed not to reach the other end
+    min_domain: tuple[int, int] = (0, 0)
 
     def extent(self, name: str) -> c.Extent:
         return dict(self.extents).get(name, ZERO)
@@ -257,9 +329,8 @@ def compute_extents(defn: c.ComputationDef) -> dict[int, c.Extent]:
                 if ext != extents[i]:
                     extents[i] = ext
                     changed = True
-                for acc in reads(unit):
-                    di, dj, _ = offsets(acc)
-                    grown = union(need.get(acc.field, ZERO), shift(ext, di, dj))
+                for acc, reach, _ in unit_reads(unit, ext):
+                    grown = union(need.get(acc.field, ZERO), reach)
                     if grown != need.get(acc.field):
                         need[acc.field] = grown
                         changed = True
@@ -274,6 +345,7 @@ def build_schedule(defn: c.ComputationDef) -> Schedule:
     field_extent: dict[str, c.Extent] = {}
     k_accesses: list[KAccess] = []
     multistages = []
+    min_domain = (0, 0)
     pos = 0
     for block in defn.blocks:
         block_writes = set().union(*(writes(s) for iv in block.intervals for s in iv.body))
@@ -291,10 +363,10 @@ def build_schedule(defn: c.ComputationDef) -> Schedule:
                 for w in writes(unit):
                     field_extent[w] = union(field_extent.get(w, ZERO), ext)
                 ks: dict[str, tuple[int, int]] = {}
-                for acc in reads(unit):
-                    di, dj, dk = offsets(acc)
-                    field_extent[acc.field] = union(field_extent.get(acc.field, ZERO),
-                                                    shift(ext, di, dj))
+                for acc, reach, (ni, nj) in unit_reads(unit, ext):
+                    dk = offsets(acc)[2]
+                    field_extent[acc.field] = union(field_extent.get(acc.field, ZERO), reach)
+                    min_domain = (max(min_domain[0], ni), max(min_domain[1], nj))
                     lo, hi = ks.get(acc.field, (dk, dk))
                     ks[acc.field] = (min(lo, dk), max(hi, dk))
                 k_accesses += [KAccess(n, iv, lo, hi) for n, (lo, hi) in ks.items()]
@@ -307,7 +379,8 @@ def build_schedule(defn: c.ComputationDef) -> Schedule:
             scheds.sort(key=lambda s: s.interval.start.resolve(1 << 40),
                         reverse=block.policy == "BACKWARD")
         multistages.append(MultiStage(block.policy, mode, tuple(scheds), frozenset(block_writes)))
-    return Schedule(tuple(multistages), tuple(sorted(field_extent.items())), tuple(k_accesses))
+    return Schedule(tuple(multistages), tuple(sorted(field_extent.items())), tuple(k_accesses),
+                    min_domain)
 
 
 def _hazard(group: tuple[d.Stmt, ...], unit: d.Stmt) -> bool:

@@ -180,7 +180,24 @@ class ComputationLowering(PointLowering):
             if e.field in self.registers:
                 return _sym(self.locals[e.field])
             return k.Load(self.buffer(e.field), self.index(e.field, offsets(e)), dtype=e.dtype)
+        if isinstance(e, c.InRegion):
+            return self.in_region(e)
         return super().expr(e)
+
+    def in_region(self, r: c.InRegion) -> k.Expr:
+        """``start <= i < end && ...`` for the bounds a horizontal region has."""
+        conds: list[k.Expr] = []
+        for axis, bounds in ((0, r.i), (1, r.j)):
+            counter = _sym(self.counters[axis])
+            for op, b in zip((">=", "<"), bounds):
+                if b is not None:
+                    pos = _op("+", _sym(self.domain[axis]), _const(b.offset)) if b.from_end \
+                        else _const(b.offset)
+                    conds.append(k.Op(op, (counter, pos), dtype=dtypes.BOOL))
+        cond: k.Expr = k.Constant(np.bool_(True), dtype=dtypes.BOOL)
+        for i, x in enumerate(conds):
+            cond = x if i == 0 else k.Op("&&", (cond, x), dtype=dtypes.BOOL)
+        return cond
 
     def buffer(self, name: str) -> k.Buffer:
         return self.column_buffers.get(name) or self.buffers[name]

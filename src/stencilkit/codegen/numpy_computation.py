@@ -39,6 +39,18 @@ class ComputationNumpyPrinter(NumpyPrinter):
                 target = f"_rt.view(F_{s.target}, A_{s.target}, O_{s.target}, {self.region}, " \
                          f"(0, 0, 0))"
                 self.emit(indent, f"_rt.assign({target}, {self.expr(s.value)}, {mask})")
+            elif c.region_of(s) is not None and mask is None:
+                # Only the region's points are computed, so reads stay inside the halo the
+                # extents give (a read at an offset from outside the region might not).
+                region = c.region_of(s)
+                outer, self.region = self.region, self.fresh("R")
+                bounds = tuple(None if b is None else (b.offset, b.from_end)
+                               for b in (*region.i, *region.j))
+                self.emit(indent, f"{self.region} = _rt.in_region({outer}, ni, nj, {bounds!r})")
+                self.emit(indent, f"if {self.region} is not None:")
+                self.stmts(s.body, indent + "    ", None)
+                self.emit(indent + "    ", "pass")
+                self.region = outer
             elif isinstance(s, d.For):
                 raise TypeError("for loops are not part of the computation language")
             else:

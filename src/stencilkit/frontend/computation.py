@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import StencilSyntaxError, StencilTypeError
-from ..gtscript import FieldType, GTFunction, Policy
+from ..gtscript import Axis, AxisIndex, FieldType, GTFunction, Policy
 from ..ir import computation as c
 from ..ir import definition as d
 from .source import SourceFunction, closure_namespace, parse_function
@@ -60,6 +60,7 @@ class _ComputationTranslator(Translator):
         self.scalars = scalars
         self.temporaries = temporaries
         self.externals = externals
+        self.depth = 0  # nesting in if/while bodies
         super().__init__(src, set(scalars) | temporaries | set(fields), self._subscript)
 
     def _is_field(self, name: str) -> bool:
@@ -131,7 +132,103 @@ class _ComputationTranslator(Translator):
         if isinstance(s, ast.Return):
             raise self.error(s, "a computation does not return; it writes fields",
                              "assign the result to an output field")
+        if isinstance(s, ast.With) and len(s.items) == 1 \
+                and self._is_dsl_call(s.items[0].context_expr, "horizontal"):
+            return self.horizontal(s)
+        if isinstance(s, (ast.If, ast.While)):
+            self.depth += 1
+            try:
+                return super().stmt(s)
+            finally:
+                self.depth -= 1
         return super().stmt(s)
+
+    # ------------------------------------------------------------ horizontal regions
+
+    def _is_dsl_call(self, node: ast.expr, name: str) -> bool:
+        """A call of the gtscript name ``name``, imported or not (as in GT4Py)."""
+        if not isinstance(node, ast.Call):
+            return False
+        if _is_call_of(self, node, name):
+            return True
+        return isinstance(node.func, ast.Name) and node.func.id == name \
+            and not self.src.lookup(name)[0]
+
+    def horizontal(self, s: ast.With) -> list[d.Stmt]:
+        """``with horizontal(r1, r2, ...): body`` is ``body`` restricted to ``r1``, then a copy
+        restricted to ``r2``, ... (GT4Py's meaning: the regions run one after another)."""
+        call = s.items[0].context_expr
+        assert isinstance(call, ast.Call)
+        if not call.args or call.keywords:
+            raise self.error(call, "horizontal() takes one or more region[...] arguments",
+                             "write with horizontal(region[I[0], :]):")
+        if any(isinstance(x, ast.With) for x in s.body):
+            raise self.error(s, "`with` blocks cannot be nested inside a horizontal region")
+        if self.depth:
+            raise self.error(s, "`with horizontal(...)` must be a statement of the interval "
+                                "itself, not inside an `if` or `while`",
+                             "put the `if` inside the horizontal region")
+        body = self.stmts(s.body)
+        out: list[d.Stmt] = []
+        for r in call.args:
+            if not (isinstance(r, ast.Subscript) and isinstance(r.value, ast.Name)
+                    and r.value.id == "region" and isinstance(r.slice, ast.Tuple)
+                    and len(r.slice.elts) == 2):
+                raise self.error(r, "expected region[I-range, J-range]",
+                                 "write region[I[0], :], region[:, J[-1]], "
+                                 "region[I[0] : I[0] + 2, J[0]]")
+            i, j = (self._region_axis(x, axis) for x, axis in zip(r.slice.elts, "IJ"))
+            loc = self.src.loc(r)
+            out.append(d.If(c.InRegion(i, j, loc=loc), body, (), loc=self.src.loc(s)))
+        return out
+
+    def _region_axis(self, node: ast.expr, axis: str) -> c.Bounds:
+        if isinstance(node, ast.Slice):
+            if node.step is not None:
+                raise self.error(node, "region slices take no step")
+            return (None if node.lower is None else self._region_bound(node.lower, axis),
+                    None if node.upper is None else self._region_bound(node.upper, axis))
+        start = self._region_bound(node, axis)
+        return start, c.AxisBound(start.offset + 1, start.from_end)
+
+    def _region_bound(self, node: ast.expr, axis: str) -> c.AxisBound:
+        v = self._position(node, axis)
+        if isinstance(v, AxisIndex):
+            return c.AxisBound(v.index + v.offset, v.index < 0)
+        return c.AxisBound(v, v < 0)  # a plain integer, as GT4Py: negative counts from the end
+
+    def _position(self, node: ast.expr, axis: str) -> AxisIndex | int:
+        """Evaluate an axis position: ``I[0]``, ``I[-1] + 1``, an integer, or an external."""
+        bad = self.error(node, f"expected a position along {axis} such as {axis}[0], "
+                               f"{axis}[-1] + 1, or an external holding one")
+        match node:
+            case ast.Constant(value=int() as v) if not isinstance(v, bool):
+                return v
+            case ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=int() as v)):
+                return -v
+            case ast.Name(id=name):
+                v = self.externals.get(name, self.src.lookup(name)[1])
+                if isinstance(v, AxisIndex) and v.axis == axis:
+                    return v
+                if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                    return int(v)
+                raise bad
+            case ast.Subscript(value=ast.Name(id=name), slice=index):
+                found, ax = self.src.lookup(name)
+                if (ax if found else name) not in (getattr(Axis, axis), axis):
+                    raise bad
+                pos = self._position(index, axis)
+                if pos not in (0, -1):
+                    raise self.error(node, f"write {axis}[0] or {axis}[-1], then add or "
+                                           f"subtract an integer")
+                return AxisIndex(axis, int(pos))  # type: ignore[arg-type]
+            case ast.BinOp(left=l, op=ast.Add() | ast.Sub() as op, right=r):
+                a, b = self._position(l, axis), self._position(r, axis)
+                if isinstance(b, AxisIndex) and (isinstance(op, ast.Sub)
+                                                 or isinstance(a, AxisIndex)):
+                    raise bad
+                return a + b if isinstance(op, ast.Add) else a - b  # type: ignore[operator]
+        raise bad
 
     def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
         if isinstance(func, GTFunction):

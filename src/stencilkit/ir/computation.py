@@ -16,7 +16,7 @@ from dataclasses import KW_ONLY, dataclass, field
 import numpy as np
 
 from .core import Location, Node
-from .definition import Stmt, format_stmts
+from .definition import Expr, If, Stmt, format_stmts
 
 Extent = tuple[int, int, int, int]  # (i_lo, i_hi, j_lo, j_hi) with lo <= 0 <= hi
 
@@ -35,6 +35,31 @@ class AxisBound(Node):
         if self.from_end:
             return "end" if self.offset == 0 else f"end{self.offset:+d}"
         return "start" if self.offset == 0 else f"start{self.offset:+d}"
+
+
+Bounds = tuple["AxisBound | None", "AxisBound | None"]  # [start, end); None: unbounded
+
+
+@dataclass(frozen=True, slots=True)
+class InRegion(Expr):
+    """True where the point lies in a horizontal region (``with horizontal(region[...])``):
+    per axis I and J, [start, end) relative to the compute domain (``I[0]`` is start+0,
+    ``I[-1] + 1`` is end+0). A statement ``If(InRegion(...), body)`` is a region's unit."""
+
+    i: Bounds
+    j: Bounds
+
+    def __str__(self) -> str:
+        def axis(b: Bounds) -> str:
+            return ":" if b == (None, None) else f"{b[0] or ''}:{b[1] or ''}"
+        return f"region[{axis(self.i)}, {axis(self.j)}]"
+
+
+def region_of(stmt: Stmt) -> InRegion | None:
+    """The region a unit is restricted to, if it is a ``with horizontal`` unit."""
+    if isinstance(stmt, If) and isinstance(stmt.cond, InRegion):
+        return stmt.cond
+    return None
 
 
 @dataclass(frozen=True, slots=True)

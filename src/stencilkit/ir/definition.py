@@ -229,6 +229,8 @@ def format_expr(e: Expr, parent: int = 0) -> str:
         case IfExp(cond=c, body=b, orelse=o):
             p = 0
             text = f"{format_expr(b, 1)} if {format_expr(c, 1)} else {format_expr(o, 0)}"
+        case _ if "__str__" in type(e).__dict__:  # nodes of other IRs (a horizontal region)
+            return str(e)
         case _:
             raise TypeError(f"not an expression: {e!r}")
     return f"({text})" if p < parent else text

@@ -190,6 +190,25 @@ def view(arr: np.ndarray, axes: str, origin: tuple[int, int, int],
     return v[tuple(slice(None) if s is not None else None for s in idx)]
 
 
+def in_region(region: tuple[int, int, int, int, int, int], ni: int, nj: int,
+              bounds: tuple) -> tuple[int, int, int, int, int, int] | None:
+    """The part of ``region`` inside a horizontal region given as [start, end) bounds along
+    I and J (each ``(offset, from_end)`` or None for unbounded), or None if empty."""
+    out = list(region)
+    for axis, n in ((0, ni), (1, nj)):
+        for side, b in enumerate(bounds[2 * axis: 2 * axis + 2]):
+            if b is None:
+                continue
+            pos = n + b[0] if b[1] else b[0]
+            if side == 0:
+                out[2 * axis] = max(out[2 * axis], pos)
+            else:
+                out[2 * axis + 1] = min(out[2 * axis + 1], pos)
+        if out[2 * axis] >= out[2 * axis + 1]:
+            return None
+    return tuple(out)  # type: ignore[return-value]
+
+
 def assign(target: np.ndarray, value, mask) -> None:
     if mask is None:
         np.copyto(target, value, casting="unsafe")
