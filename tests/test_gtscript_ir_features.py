@@ -325,3 +325,105 @@ def test_horizontal_inside_an_if_is_rejected():
         """)
     with pytest.raises(sk.StencilSyntaxError, match="inside the horizontal region"):
         sk.stencil(ns["nested_region"])
+
+
+# ------------------------------------------------------------------ writes at a K offset
+
+
+def _write_above(a: Field[float], q: Field[float]):
+    with computation(FORWARD):
+        with interval(0, 1):
+            q = a
+            q[0, 0, 1] = q + a[0, 0, 1]
+        with interval(1, -1):
+            q[0, 0, 1] = q + a[0, 0, 1]
+
+
+def _write_below(a: Field[float], q: Field[float]):
+    with computation(PARALLEL), interval(...):
+        q = a
+        t = 2.0 * a
+    with computation(BACKWARD), interval(1, None):
+        q[0, 0, -1] = 0.5 * q + a[0, 0, -1]
+        t[0, 0, -1] = t + q
+        q[0, 0, -1] += t[0, 0, -1] * 0.25
+
+
+def _write_temporary_above(a: Field[float], q: Field[float]):
+    # t lives in a per-column buffer on the C backend: the write above must fit in it
+    with computation(FORWARD):
+        with interval(0, 1):
+            t = a
+            q = t
+            t[0, 0, 1] = t * 0.5 + a[0, 0, 1]
+        with interval(1, -1):
+            q = t
+            t[0, 0, 1] = t * 0.5 + a[0, 0, 1]
+        with interval(-1, None):
+            q = t
+
+
+K_WRITE_CASES = {
+    "temporary_above": (_write_temporary_above, (0, 0, 0), (4, 3, 7)),
+    "above": (_write_above, (0, 0, 0), (4, 3, 6)),
+    "below": (_write_below, (0, 0, 0), (4, 3, 6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(K_WRITE_CASES))
+def test_writes_at_a_vertical_offset_as_gt4py(name, backend):
+    func, origin, domain = K_WRITE_CASES[name]
+    arrays = [rng.random((5, 4, domain[2])), np.zeros((5, 4, domain[2]))]
+    same_as_gt4py(func, arrays, backend, origin=origin, domain=domain)
+
+
+def test_write_at_a_vertical_offset_plane_by_plane(backend):
+    # t is read with a horizontal offset in the computation that writes it: planes, not
+    # columns (GT4Py refuses this; the meaning is still sequential, level after level).
+    def planes(a: Field[float], q: Field[float]):
+        with computation(PARALLEL), interval(0, 1):
+            q = a
+        with computation(FORWARD), interval(0, -1):
+            t = a * 2.0
+            q[0, 0, 1] = t[1, 0, 0] + q + t[-1, 0, 0]
+
+    st = sk.stencil(planes, backend=backend)
+    assert "executed by planes" in st.ir
+    a, q = rng.random((5, 4, 6)), np.zeros((5, 4, 6))
+    st(a, q, origin=(1, 0, 0), domain=(3, 4, 6))
+    expect = np.zeros_like(q)
+    expect[1:4, :, 0] = a[1:4, :, 0]
+    for k in range(5):
+        expect[1:4, :, k + 1] = 2.0 * a[2:5, :, k] + expect[1:4, :, k] + 2.0 * a[0:3, :, k]
+    np.testing.assert_allclose(q, expect, rtol=1e-12)
+
+
+def test_write_at_a_vertical_offset_needs_room_in_the_field(backend):
+    # interval(...) writes q one level above the domain's top: that level must exist.
+    def over_top(a: Field[float], q: Field[float]):
+        with computation(FORWARD), interval(...):
+            q[0, 0, 1] = a
+
+    st = sk.stencil(over_top, backend=backend)
+    a, q = rng.random((3, 3, 5)), np.zeros((3, 3, 5))
+    info: dict = {}
+    st(a, q, exec_info=info)
+    assert info["domain"] == (3, 3, 4)  # the default domain leaves the level above
+    np.testing.assert_array_equal(q[:, :, 1:], a[:, :, :4])
+    with pytest.raises(sk.ArgumentError, match="'q' lacks the halo.*along K"):
+        st(a, q, domain=(3, 3, 5))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("with computation(PARALLEL), interval(0, -1):\n        q[0, 0, 1] = a", "PARALLEL"),
+    ("with computation(FORWARD), interval(...):\n        q[1, 0, 0] = a",
+     "horizontal offset \\(1, 0\\)"),
+])
+def test_bad_offset_writes_are_rejected(body, message):
+    ns = define(f"""
+def bad_write(a: Field[float], q: Field[float]):
+    {body}
+""")
+    with pytest.raises(sk.StencilSyntaxError, match=message) as info:
+        sk.stencil(ns["bad_write"])
+    assert ":4:" in str(info.value)

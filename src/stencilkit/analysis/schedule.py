@@ -83,6 +83,16 @@ class _ComputationTyper(Typer):
             return dataclasses.replace(e, dtype=dtypes.BOOL)
         return super()._expr(e)
 
+    def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[d.Stmt, ...]:
+        out: list[d.Stmt] = []
+        for s in body:
+            if isinstance(s, c.AssignAt):  # typed as the plain write, then put back at dk
+                typed, = super().stmts((d.Assign(s.target, s.value, loc=s.loc),))
+                out.append(dataclasses.replace(s, value=typed.value))  # type: ignore[attr-defined]
+            else:
+                out.extend(super().stmts((s,)))
+        return tuple(out)
+
 
 # ------------------------------------------------------------------ regions
 
@@ -169,7 +179,8 @@ class MultiStage:
 
 @dataclass(frozen=True)
 class KAccess:
-    """Field ``name`` is read at K offsets [dk_lo, dk_hi] over the levels of ``interval``."""
+    """Field ``name`` is read (or written) at K offsets [dk_lo, dk_hi] over the levels of
+    ``interval``."""
 
     name: str
     interval: c.IntervalBlock
@@ -369,6 +380,10 @@ def build_schedule(defn: c.ComputationDef) -> Schedule:
                     min_domain = (max(min_domain[0], ni), max(min_domain[1], nj))
                     lo, hi = ks.get(acc.field, (dk, dk))
                     ks[acc.field] = (min(lo, dk), max(hi, dk))
+                for w in walk(unit):
+                    if isinstance(w, c.AssignAt):  # the level written needs room too
+                        lo, hi = ks.get(w.target, (w.k_offset, w.k_offset))
+                        ks[w.target] = (min(lo, w.k_offset), max(hi, w.k_offset))
                 k_accesses += [KAccess(n, iv, lo, hi) for n, (lo, hi) in ks.items()]
                 if stages and stages[-1].extent == ext and not _hazard(stages[-1].units, unit):
                     stages[-1] = Stage(stages[-1].units + (unit,), ext)

@@ -62,8 +62,10 @@ def _uses(sched: Schedule, t: str) -> list[tuple[int, int, tuple[int, int, int] 
         for isched in ms.intervals:
             for s_i, stage in enumerate(isched.stages):
                 for unit in stage.units:
-                    if t in writes(unit):
-                        out.append((m_i, s_i, None))
+                    for w in walk(unit):  # a write at a K offset counts as a use at that offset
+                        if isinstance(w, d.Assign) and w.target == t:
+                            dk = c.write_offset(w)
+                            out.append((m_i, s_i, (0, 0, dk) if dk else None))
                     out += [(m_i, s_i, offsets(acc)) for acc in reads(unit) if acc.field == t]
     return out
 
@@ -226,8 +228,8 @@ class ComputationLowering(PointLowering):
                     out.append(k.SetSym(self.locals[s.target], value, loc=s.loc, source=src))
                 else:
                     out.append(k.Store(self.buffer(s.target),
-                                       self.index(s.target, (0, 0, 0)), value, loc=s.loc,
-                                       source=src))
+                                       self.index(s.target, (0, 0, c.write_offset(s))), value,
+                                       loc=s.loc, source=src))
             else:
                 out.extend(super().stmts((s,)))
         return tuple(out)

@@ -37,7 +37,7 @@ class ComputationNumpyPrinter(NumpyPrinter):
                 self.emit(indent, f"# line {s.loc.line}")
             if isinstance(s, d.Assign):
                 target = f"_rt.view(F_{s.target}, A_{s.target}, O_{s.target}, {self.region}, " \
-                         f"(0, 0, 0))"
+                         f"(0, 0, {c.write_offset(s)}))"
                 self.emit(indent, f"_rt.assign({target}, {self.expr(s.value)}, {mask})")
             elif c.region_of(s) is not None and mask is None:
                 # Only the region's points are computed, so reads stay inside the halo the

@@ -61,6 +61,7 @@ class _ComputationTranslator(Translator):
         self.temporaries = temporaries
         self.externals = externals
         self.depth = 0  # nesting in if/while bodies
+        self.policy = ""  # of the computation being translated
         super().__init__(src, set(scalars) | temporaries | set(fields), self._subscript)
 
     def _is_field(self, name: str) -> bool:
@@ -117,9 +118,33 @@ class _ComputationTranslator(Translator):
                     out.append(d.Assign(t.id, v, loc=loc))
                 return out
         if isinstance(target, ast.Subscript):
-            raise self.error(s, "fields are written at offset (0, 0, 0) only",
-                             "assign to the plain name: f = ...")
+            return [self.assign_at(target, self.expr(value), s)]
         return super().assign(target, value, s)
+
+    def assign_at(self, target: ast.Subscript, value: d.Expr, s: ast.stmt) -> d.Stmt:
+        """``f[0, 0, dk] = value``: a write at the current level, or (FORWARD/BACKWARD, as
+        GT4Py allows) at a vertical offset from it."""
+        if not isinstance(target.value, ast.Name):
+            raise self.error(s, "assign to a field or temporary: f = ... or f[0, 0, dk] = ...")
+        acc = self.expr(target)
+        if not isinstance(acc, d.Access):
+            raise self.error(s, f"cannot assign to '{ast.unparse(target)}'")
+        di, dj, dk = (int(o.value) for o in acc.offset)  # type: ignore[attr-defined]
+        loc = self.src.loc(s)
+        if (di, dj) != (0, 0):
+            raise self.error(s, f"'{acc.field}' is written at the horizontal offset "
+                                f"({di}, {dj}); only vertical offsets can be written",
+                             "write f[0, 0, dk] = ..., or compute the neighbour's value there")
+        if dk == 0:
+            return d.Assign(acc.field, value, loc=loc)
+        if self.policy == "PARALLEL":
+            raise self.error(s, f"'{acc.field}' is written at the vertical offset {dk} in a "
+                                "PARALLEL computation, where levels run in no order",
+                             "use computation(FORWARD) or computation(BACKWARD)")
+        if acc.field in self.fields and "K" not in self.fields[acc.field].axes:
+            raise self.error(s, f"field '{acc.field}' has no K axis but is written at a "
+                                "vertical offset")
+        return c.AssignAt(acc.field, value, k_offset=dk, loc=loc)
 
     def stmt(self, s: ast.stmt) -> list[d.Stmt]:
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
@@ -129,6 +154,12 @@ class _ComputationTranslator(Translator):
             cur = self.name(s.target.id, s.target)
             return [d.Assign(s.target.id, d.BinOp(_BINOPS[type(s.op)], cur, self.expr(s.value),
                                                   loc=loc), loc=loc)]
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+            from .translate import _BINOPS
+
+            value = d.BinOp(_BINOPS[type(s.op)], self.expr(s.target), self.expr(s.value),
+                            loc=self.src.loc(s))
+            return [self.assign_at(s.target, value, s)]
         if isinstance(s, ast.Return):
             raise self.error(s, "a computation does not return; it writes fields",
                              "assign the result to an output field")
@@ -389,6 +420,7 @@ def parse_computation(func: FunctionType, externals: dict[str, object] | None = 
 def _vertical_block(tr: _ComputationTranslator, s: ast.With) -> c.VerticalBlock:
     items = s.items
     policy = _policy(tr, items[0].context_expr)
+    tr.policy = policy
     intervals: list[c.IntervalBlock] = []
     if len(items) == 2:
         if not _is_call_of(tr, items[1].context_expr, "interval"):

@@ -5,7 +5,8 @@ Invariants:
   whatever the field's own dimensions (offsets along absent axes are 0).
 - A ``VerticalBlock`` is one ``with computation(policy)``; its intervals do not overlap.
 - Statements are ``definition`` statements; an ``Assign`` target is a field or a temporary,
-  always written at offset (0, 0, 0).
+  written at offset (0, 0, 0), or at (0, 0, k) for an ``AssignAt`` (FORWARD/BACKWARD only).
+- ``If(InRegion(...), body)`` at the top of an interval body is a horizontal region.
 - After analysis, ``Schedule`` holds multistages of stages with their extents.
 """
 
@@ -16,7 +17,7 @@ from dataclasses import KW_ONLY, dataclass, field
 import numpy as np
 
 from .core import Location, Node
-from .definition import Expr, If, Stmt, format_stmts
+from .definition import Assign, Expr, If, Stmt, format_stmts
 
 Extent = tuple[int, int, int, int]  # (i_lo, i_hi, j_lo, j_hi) with lo <= 0 <= hi
 
@@ -53,6 +54,20 @@ class InRegion(Expr):
         def axis(b: Bounds) -> str:
             return ":" if b == (None, None) else f"{b[0] or ''}:{b[1] or ''}"
         return f"region[{axis(self.i)}, {axis(self.j)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class AssignAt(Assign):
+    """``target[0, 0, k_offset] = value`` (FORWARD/BACKWARD only): writes the level
+    ``k_offset`` away from the current one. Everything that treats an ``Assign`` as a write
+    of ``target`` holds for it."""
+
+    k_offset: int = 0
+
+
+def write_offset(stmt: Stmt) -> int:
+    """The K offset an assignment writes at (0 for a plain ``Assign``)."""
+    return stmt.k_offset if isinstance(stmt, AssignAt) else 0
 
 
 def region_of(stmt: Stmt) -> InRegion | None:

@@ -243,6 +243,8 @@ def format_stmts(body: tuple[Stmt, ...], indent: str, types: dict[str, DType]) -
         match s:
             case Assign(target=t, value=v):
                 ann = f": {types[t]}" if t in types else ""
+                if getattr(s, "k_offset", 0):  # a computation's write at a vertical offset
+                    t = f"{t}[0, 0, {s.k_offset}]"  # type: ignore[attr-defined]
                 lines.append(f"{indent}{t}{ann} = {format_expr(v)}{where}")
             case Return(value=v):
                 lines.append(f"{indent}return {format_expr(v)}{where}")
