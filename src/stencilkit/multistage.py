@@ -357,9 +357,22 @@ def _expand(o: tuple[int, ...], axes: str) -> Origin:
     return tuple(full)  # type: ignore[return-value]
 
 
+def k_offset_error(defn: c.ComputationDef, culprits: list) -> ArgumentError:
+    """The error after a call in which a read at a run-time K offset left its field."""
+    first = culprits[0]
+    where = ", ".join(sorted({f"'{a.field}' (line {a.loc.line})" if a.loc else f"'{a.field}'"
+                              for a in culprits}))
+    return ArgumentError(
+        f"a read at a run-time vertical offset fell outside the field: {where}; that level "
+        "was not read (the results of the call are incomplete)", stencil=defn.name,
+        loc=first.loc or defn.loc, hint="keep k + offset within the field's levels (give it "
+                                        "more levels, or bound the offset expression)")
+
+
 def _build_numpy(defn: c.ComputationDef, sched: sch.Schedule):
     fname = "sk_" + defn.name
-    source = numpy_computation.computation_source(defn, sched, fname)
+    source, printer = numpy_computation.computation_printer(defn, sched, fname)
+    k_reads = list(printer.k_reads)
     fn = exec_generated("numpy-computation", source, fname, defn.name)
     names = [f.name for f in defn.fields]
     temps = [t for t, _ in defn.temporaries]
@@ -369,6 +382,8 @@ def _build_numpy(defn: c.ComputationDef, sched: sch.Schedule):
     def run(values, temp_arrays, geo: Geometry) -> None:
         args = [values[n] for n in names] + [temp_arrays[t] for t in temps]
         args += [scalar_types[s].type(values[s]) for s in scalars]
-        fn(*args, geo.origins, geo.domain)
+        failed = fn(*args, geo.origins, geo.domain)
+        if failed:
+            raise k_offset_error(defn, [k_reads[i] for i in failed])
 
     return source, run

@@ -38,7 +38,21 @@ def shift(e: c.Extent, di: int, dj: int) -> c.Extent:
 
 
 def offsets(a: d.Access) -> tuple[int, int, int]:
-    return tuple(int(o.value) for o in a.offset)  # type: ignore[return-value]
+    """The constant offsets; a run-time K offset (``f[0, 0, lev]``) counts as 0 here."""
+    return tuple(int(o.value) if isinstance(o, d.Const) else 0  # type: ignore[return-value]
+                 for o in a.offset)
+
+
+def variable_k(a: d.Access) -> d.Expr | None:
+    """The run-time K offset expression of ``f[0, 0, lev]``, or None for a constant one."""
+    o = a.offset[2]
+    return None if isinstance(o, d.Const) else o
+
+
+def variable_k_reads(defn: c.ComputationDef) -> list[d.Access]:
+    """Every read at a run-time K offset, in program order."""
+    return [n for b in defn.blocks for iv in b.intervals for s in iv.body for n in walk(s)
+            if isinstance(n, d.Access) and variable_k(n) is not None]
 
 
 def reads(stmt: d.Stmt) -> list[d.Access]:
@@ -81,6 +95,9 @@ class _ComputationTyper(Typer):
     def _expr(self, e: d.Expr) -> d.Expr:
         if isinstance(e, c.InRegion):
             return dataclasses.replace(e, dtype=dtypes.BOOL)
+        if isinstance(e, d.Access) and e.field in self.temporaries and variable_k(e):
+            offset = tuple(self.index(o) for o in e.offset)  # the base types fields' only
+            return dataclasses.replace(super()._expr(e), offset=offset)
         return super()._expr(e)
 
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[d.Stmt, ...]:
@@ -303,6 +320,12 @@ def _check_parallel_k_reads(defn: c.ComputationDef, block: c.VerticalBlock) -> N
         for unit in iv.body:
             for acc in reads(unit):
                 dk = offsets(acc)[2]
+                if acc.field in writers and variable_k(acc) is not None:
+                    raise _rule_error(
+                        "PARALLEL", f"'{acc.field}' is written in this PARALLEL computation "
+                        "and read at a run-time vertical offset, which may reach a level it "
+                        "writes", defn, acc.loc, "use computation(FORWARD) or BACKWARD, or "
+                        "compute the field in an earlier computation")
                 if dk == 0 or acc.field not in writers:
                     continue
                 bounds = [b for w in (iv, *writers[acc.field]) for b in (w.start, w.end)]

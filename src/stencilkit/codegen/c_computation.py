@@ -20,7 +20,16 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import dtypes
-from ..analysis.schedule import MultiStage, Schedule, Stage, offsets, reads, writes
+from ..analysis.schedule import (
+    MultiStage,
+    Schedule,
+    Stage,
+    offsets,
+    reads,
+    variable_k,
+    variable_k_reads,
+    writes,
+)
 from ..build import cache
 from ..build.extension import build_extension, current_toolchain, module_name
 from ..frontend.source import SourceFunction
@@ -74,7 +83,10 @@ def register_temporaries(defn: c.ComputationDef, sched: Schedule) -> frozenset[s
     """Temporaries that can live in registers: written and read in one columns-mode
     multistage (or one PARALLEL stage), every read at offset (0, 0, 0)."""
     out = set()
+    varying = {a.field for a in variable_k_reads(defn)}  # need every level in memory
     for t, _ in defn.temporaries:
+        if t in varying:
+            continue
         uses = _uses(sched, t)
         homes = {(m_i, s_i if sched.multistages[m_i].mode == "parallel" else -1)
                  for m_i, s_i, _ in uses}
@@ -120,8 +132,9 @@ def column_temporaries(defn: c.ComputationDef, sched: Schedule, unit_k: bool,
         return {}
     group_of = {m_i: g_i for g_i, g in enumerate(column_groups(sched)) for m_i, _ in g}
     out = {}
+    varying = {a.field for a in variable_k_reads(defn)}  # need every level in memory
     for t, _ in defn.temporaries:
-        if t in registers:
+        if t in registers or t in varying:
             continue
         uses = _uses(sched, t)
         homes = {m_i for m_i, _, _ in uses}
@@ -181,7 +194,16 @@ class ComputationLowering(PointLowering):
         if isinstance(e, d.Access):
             if e.field in self.registers:
                 return _sym(self.locals[e.field])
-            return k.Load(self.buffer(e.field), self.index(e.field, offsets(e)), dtype=e.dtype)
+            index = self.index(e.field, offsets(e))
+            dk = variable_k(e)
+            if dk is not None:  # f[0, 0, lev]: checked against the field's levels
+                kd = self.axes[e.field].index("K")
+                buf = self.buffer(e.field)
+                level = k.Op("checked_offset", (
+                    _op("+", index[kd], self.expr(dk)), _const(0),
+                    _op("-", buf.shape[kd], _const(1))), dtype=k.INDEX)
+                index = (*index[:kd], level, *index[kd + 1:])
+            return k.Load(self.buffer(e.field), index, dtype=e.dtype)
         if isinstance(e, c.InRegion):
             return self.in_region(e)
         return super().expr(e)
@@ -491,6 +513,8 @@ def build_c(defn: c.ComputationDef, sched: Schedule, src: SourceFunction,
         args += [geo.origins[n]["IJK".index(a)] for n in buffers for a in lowering.axes[n]]
         args += [scalar_types[s.name].type(values[s.name]).item() for s in defn.scalars]
         args += list(geo.domain)
-        entry(*args)
+        if entry(*args):
+            from ..multistage import k_offset_error
+            raise k_offset_error(defn, variable_k_reads(defn))
 
     return source, run

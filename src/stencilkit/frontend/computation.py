@@ -71,14 +71,25 @@ class _ComputationTranslator(Translator):
         if not self._is_field(name):
             raise self.error(node, f"'{name}' is not a field and cannot be indexed",
                              "index fields (parameters annotated Field[...]) or temporaries")
-        offsets = []
-        for e in index:
+        offsets: list[int] = []
+        k_runtime = None
+        for pos, e in enumerate(index):
+            if pos == 2 and len(index) == 3 and not isinstance(e, d.Const):
+                k_runtime = e  # f[0, 0, lev]: a vertical offset known at run time
+                offsets.append(0)
+                continue
             if not (isinstance(e, d.Const) and e.dtype is not None and e.dtype.kind in "iu"):
-                raise self.error(node, "field offsets must be integer constants",
-                                 "write f[di, dj, dk] with literal integers")
+                raise self.error(node, "field offsets must be integer constants (only the "
+                                       "vertical one may be a run-time expression)",
+                                 "write f[di, dj, dk] with literal integers, or f[0, 0, lev]")
             offsets.append(int(e.value))
-        return d.Access(name, self._normalize(name, tuple(offsets), node),
-                        loc=self.src.loc(node))
+        full = self._normalize(name, tuple(offsets), node)
+        if k_runtime is not None:
+            if name in self.fields and "K" not in self.fields[name].axes:
+                raise self.error(node, f"field '{name}' has no K axis but is read at a "
+                                       "vertical offset", "drop the vertical offset")
+            full = (*full[:2], k_runtime)
+        return d.Access(name, full, loc=self.src.loc(node))
 
     def _normalize(self, name: str, off: tuple[int, ...], node: ast.AST) -> tuple[d.Expr, ...]:
         axes = self.fields[name].axes if name in self.fields else "IJK"
@@ -129,6 +140,9 @@ class _ComputationTranslator(Translator):
         acc = self.expr(target)
         if not isinstance(acc, d.Access):
             raise self.error(s, f"cannot assign to '{ast.unparse(target)}'")
+        if not all(isinstance(o, d.Const) for o in acc.offset):
+            raise self.error(s, f"'{acc.field}' is written at a run-time offset",
+                             "write at constant offsets: f[0, 0, 1] = ...")
         di, dj, dk = (int(o.value) for o in acc.offset)  # type: ignore[attr-defined]
         loc = self.src.loc(s)
         if (di, dj) != (0, 0):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..analysis.schedule import offsets, reads, writes
+from ..analysis.schedule import offsets, reads, variable_k, writes
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import rewrite, walk
@@ -96,7 +96,9 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
             continue
         intervals = []
         for iv_i, iv in enumerate(block.intervals):
-            if not all(isinstance(s, d.Assign) for s in iv.body):
+            if not all(isinstance(s, d.Assign) for s in iv.body) or any(
+                    isinstance(n, d.Access) and variable_k(n) is not None
+                    for s in iv.body for n in walk(s)):  # no shifting of run-time offsets
                 intervals.append(iv)
                 continue
             keep = {t for t, where in readers.items() if where - {(b_i, iv_i)}}

@@ -209,6 +209,25 @@ def in_region(region: tuple[int, int, int, int, int, int], ni: int, nj: int,
     return tuple(out)  # type: ignore[return-value]
 
 
+def view_k(arr: np.ndarray, axes: str, origin: tuple[int, int, int],
+           region: tuple[int, int, int, int, int, int], off: tuple[int, int], dk, err: list,
+           where: int) -> np.ndarray:
+    """``f[di, dj, dk]`` over ``region`` with ``dk`` an integer (array) known at run time:
+    gathered along K. A level outside the array is never read: it is reported in ``err``
+    (as ``where``) and level 0 is read instead, so the call completes and then fails."""
+    n = arr.shape[axes.index("K")]
+    whole_k = (*region[:4], -origin[2], n - origin[2])
+    column = view(arr, axes, origin, whole_k, (off[0], off[1], 0))
+    ks = origin[2] + np.arange(region[4], region[5])[None, None, :] + np.asarray(dk, np.int64)
+    ks = ks.reshape((1,) * (3 - ks.ndim) + ks.shape)
+    bad = (ks < 0) | (ks >= n)
+    if bad.any():
+        err.append(where)
+        ks = np.where(bad, 0, ks)
+    return np.take_along_axis(column, np.broadcast_to(ks, np.broadcast_shapes(
+        ks.shape, column.shape[:2] + (ks.shape[2],))), axis=2)
+
+
 def assign(target: np.ndarray, value, mask) -> None:
     if mask is None:
         np.copyto(target, value, casting="unsafe")
