@@ -20,10 +20,13 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import BACKWARD, FORWARD, PARALLEL, Field, computation, interval
+from stencilkit import BACKWARD, FORWARD, IJ, PARALLEL, Field, computation, interval
 
 gt = pytest.importorskip("gt4py.cartesian.gtscript",
                          reason="gt4py is not installed (pip install '.[gt4py]')")
+
+# GT4Py recommends its own allocators for fields with data dimensions; plain arrays are fine
+pytestmark = pytest.mark.filterwarnings("ignore:The layout of the field")
 
 rng = np.random.default_rng(11)
 _n = [0]
@@ -581,3 +584,82 @@ def test_float_vertical_offset_is_a_type_error():
         """)
     with pytest.raises(sk.StencilTypeError, match="not an integer"):
         sk.stencil(ns["k_float"])
+
+
+# ------------------------------------------------------------------ data dimensions
+
+
+def _ddim_sum(v: Field[(np.float64, (4,))], out: Field[float]):
+    with computation(PARALLEL), interval(...):
+        out = v[0, 0, 0][0] + 2.0 * v[0, 0, 0][3] - v[1, 0, 0][2] + v[0, -1, 0][1]
+
+
+def _ddim_write(a: Field[float], v: Field[(np.float64, (3,))]):
+    with computation(FORWARD):
+        with interval(0, 1):
+            v[0, 0, 0][0] = a
+            v[0, 0, 0][1] = 2.0 * a
+            v[0, 0, 0][2] = v[0, 0, 0][0] + v[0, 0, 0][1]
+        with interval(1, None):
+            v[0, 0, 0][0] = a + v[0, 0, -1][2]
+            v[0, 0, 0][1] = v[0, 0, 0][0] * 0.5
+            v[0, 0, 0][2] = v[0, 0, 0][1] - a
+
+
+def _ddim_2d(a: Field[float], w: Field[IJ, (np.float64, (2,))], out: Field[float]):
+    with computation(PARALLEL), interval(...):
+        out = a * w[0, 0][0] + w[1, 0][1]
+
+
+DDIM_CASES = {
+    "sum": (_ddim_sum, lambda: [rng.random((6, 5, 3, 4)), np.zeros((6, 5, 3))], (0, 1, 0),
+            (5, 4, 3)),
+    "write": (_ddim_write, lambda: [rng.random((4, 3, 5)), np.zeros((4, 3, 5, 3))],
+              (0, 0, 0), (4, 3, 5)),
+    "two_d": (_ddim_2d, lambda: [rng.random((5, 4, 3)), rng.random((5, 4, 2)),
+                                 np.zeros((5, 4, 3))], (0, 0, 0), (4, 4, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DDIM_CASES))
+def test_data_dimensions_as_gt4py(name, backend):
+    func, make, origin, domain = DDIM_CASES[name]
+    same_as_gt4py(func, make(), backend, origin=origin, domain=domain)
+
+
+def test_data_dimensions_in_the_ir_and_the_type():
+    st = sk.stencil(_ddim_sum, backend="numpy")
+    assert "v: Field[IJK, (float64, (4,))]" in st.ir
+    assert repr(Field[(np.float64, (8,))]) == "Field[IJK, (float64, (8,))]"
+    assert Field[sk.gtscript.IJ, (np.float32, (2, 3))].data_dims == (2, 3)
+
+
+def test_data_dimension_array_of_the_wrong_shape_is_an_argument_error(backend):
+    st = sk.stencil(_ddim_sum, backend=backend)
+    with pytest.raises(sk.ArgumentError, match=r"data dimensions \(4,\).*shape \(6, 5, 3, 3\)"):
+        st(np.zeros((6, 5, 3, 3)), np.zeros((6, 5, 3)))
+    with pytest.raises(sk.ArgumentError, match="4-D"):
+        st(np.zeros((6, 5, 3)), np.zeros((6, 5, 3)))
+
+
+@pytest.mark.parametrize("body, error, message", [
+    ("out = v", sk.StencilTypeError, r"data dimensions \(4,\).*v\[0, 0, 0\]\[i\]"),
+    ("out = v[0, 0, 0][4]", sk.StencilSyntaxError, r"integer constant in \[0, 4\)"),
+    ("out = v[0, 0, 0][0, 1]", sk.StencilSyntaxError, "give 1 index"),
+    ("out = out[0, 0, 0][0]", sk.StencilSyntaxError, "no data dimensions"),
+    ("v = out", sk.StencilTypeError, r"write one element as v\[0, 0, 0\]\[i\]"),
+])
+def test_bad_data_dimension_accesses(body, error, message):
+    ns = define(f"""
+        def bad_ddim(v: Field[(np.float64, (4,))], out: Field[float]):
+            with computation(PARALLEL), interval(...):
+                {body}
+        """)
+    with pytest.raises(error, match=message) as info:
+        sk.stencil(ns["bad_ddim"])
+    assert ":4:" in str(info.value)
+
+
+def test_field_type_with_bad_data_dimensions_is_a_clear_error():
+    with pytest.raises(ValueError, match="positive integers"):
+        Field[(np.float64, (0,))]

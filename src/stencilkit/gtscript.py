@@ -76,14 +76,23 @@ class FieldType:
 
     axes: tuple[Axis, ...]
     dtype: np.dtype
+    data_dims: tuple[int, ...] = ()  # a vector (matrix, ...) per point: Field[(float, (8,))]
 
     def __repr__(self) -> str:
-        return f"Field[{''.join(a.value for a in self.axes)}, {self.dtype}]"
+        dt = f"({self.dtype}, {self.data_dims})" if self.data_dims else str(self.dtype)
+        return f"Field[{''.join(a.value for a in self.axes)}, {dt}]"
+
+
+def _data_type(spec: object) -> bool:
+    """Whether ``spec`` is gtscript's ``(dtype, (n, ...))``: a dtype with data dimensions."""
+    return isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], tuple) \
+        and all(isinstance(n, (int, np.integer)) for n in spec[1]) \
+        and not isinstance(spec[0], (Axis, tuple, str))
 
 
 class _FieldFactory:
     def __getitem__(self, spec: object) -> FieldType:
-        if isinstance(spec, tuple) and len(spec) == 2:
+        if isinstance(spec, tuple) and len(spec) == 2 and not _data_type(spec):
             axes, dtype = spec
         else:
             axes, dtype = IJK, spec
@@ -91,7 +100,14 @@ class _FieldFactory:
             axes = (axes,)
         if isinstance(axes, str):
             axes = tuple(Axis(c) for c in axes)
-        return FieldType(tuple(axes), dtypes.as_dtype(dtype))
+        dims: tuple[int, ...] = ()
+        if _data_type(dtype):
+            dtype, shape = dtype  # type: ignore[misc]
+            if not shape or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                                    and n > 0 for n in shape):
+                raise ValueError(f"data dimensions must be positive integers, got {shape!r}")
+            dims = tuple(int(n) for n in shape)
+        return FieldType(tuple(axes), dtypes.as_dtype(dtype), dims)
 
 
 Field = _FieldFactory()

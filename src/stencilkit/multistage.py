@@ -158,11 +158,14 @@ class ComputationStencil:
                 raise ArgumentError(f"field '{f.name}' must be an array, got "
                                     f"{type(a).__name__}", stencil=self.__name__,
                                     hint="pass a NumPy array (or an sk.zeros storage)")
-            if a.ndim != len(f.axes):
-                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}] but the array is "
-                                    f"{a.ndim}-D", stencil=self.__name__,
+            if a.ndim != f.ndim or a.shape[len(f.axes):] != f.data_dims:
+                dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
+                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array "
+                                    f"has shape {a.shape}", stencil=self.__name__,
                                     loc=self.definition.loc,
-                                    hint=f"pass a {len(f.axes)}-D array")
+                                    hint=f"pass a {f.ndim}-D array" + (
+                                        f" whose last dimensions are {f.data_dims}"
+                                        if f.data_dims else ""))
             if a.dtype != f.dtype:
                 raise ArgumentError(f"field '{f.name}' is declared {f.dtype} but the array is "
                                     f"{a.dtype}", stencil=self.__name__,
@@ -337,7 +340,7 @@ def _shared_origin(defn: c.ComputationDef, fields: dict[str, np.ndarray],
     """When every 3-D field has one shape: the origin they share (per axis, the largest halo
     any of them needs), so that equally shaped arrays are indexed alike; 2-D and 1-D fields of
     the same sizes along their axes share it too."""
-    shapes = {np.shape(fields[f.name]) for f in defn.fields if f.axes == "IJK"}
+    shapes = {np.shape(fields[f.name])[:3] for f in defn.fields if f.axes == "IJK"}
     if len(shapes) != 1:
         return {}
     shape = shapes.pop()

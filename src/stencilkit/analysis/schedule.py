@@ -40,7 +40,12 @@ def shift(e: c.Extent, di: int, dj: int) -> c.Extent:
 def offsets(a: d.Access) -> tuple[int, int, int]:
     """The constant offsets; a run-time K offset (``f[0, 0, lev]``) counts as 0 here."""
     return tuple(int(o.value) if isinstance(o, d.Const) else 0  # type: ignore[return-value]
-                 for o in a.offset)
+                 for o in a.offset[:3])
+
+
+def data_index(a: d.Access) -> tuple[int, ...]:
+    """The element read of a field with data dimensions (``f[0, 0, 0][3]``), else ()."""
+    return tuple(int(o.value) for o in a.offset[3:])  # type: ignore[attr-defined]
 
 
 def variable_k(a: d.Access) -> d.Expr | None:
@@ -75,6 +80,7 @@ def type_computation(defn: c.ComputationDef) -> c.ComputationDef:
     typer = _ComputationTyper(defn.name, scalars, arrays, rules="numpy",
                               fields=frozenset(arrays))
     typer.temporaries = temps
+    typer.data_dims = {f.name: f.data_dims for f in defn.fields if f.data_dims}
     bodies = [iv.body for b in defn.blocks for iv in b.intervals]
     everything = tuple(s for body in bodies for s in body)
     typer.infer_vars(everything)
@@ -92,9 +98,15 @@ def type_computation(defn: c.ComputationDef) -> c.ComputationDef:
 class _ComputationTyper(Typer):
     """The typing of the definition IR plus the nodes only computations have."""
 
+    data_dims: dict[str, tuple[int, ...]] = {}
+
     def _expr(self, e: d.Expr) -> d.Expr:
         if isinstance(e, c.InRegion):
             return dataclasses.replace(e, dtype=dtypes.BOOL)
+        if isinstance(e, d.Access) and len(e.offset) != 3 + len(self.data_dims.get(e.field, ())):
+            dims = self.data_dims.get(e.field, ())
+            raise self.error(f"field '{e.field}' has data dimensions {dims}: read one element "
+                             f"as {e.field}[0, 0, 0][i]", e.loc)
         if isinstance(e, d.Access) and e.field in self.temporaries and variable_k(e):
             offset = tuple(self.index(o) for o in e.offset)  # the base types fields' only
             return dataclasses.replace(super()._expr(e), offset=offset)
@@ -103,6 +115,11 @@ class _ComputationTyper(Typer):
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[d.Stmt, ...]:
         out: list[d.Stmt] = []
         for s in body:
+            if isinstance(s, d.Assign) and len(getattr(s, "data_index", ())) != len(
+                    self.data_dims.get(s.target, ())):
+                raise self.error(f"field '{s.target}' has data dimensions "
+                                 f"{self.data_dims[s.target]}: write one element as "
+                                 f"{s.target}[0, 0, 0][i] = ...", s.loc)
             if isinstance(s, c.AssignAt):  # typed as the plain write, then put back at dk
                 typed, = super().stmts((d.Assign(s.target, s.value, loc=s.loc),))
                 out.append(dataclasses.replace(s, value=typed.value))  # type: ignore[attr-defined]

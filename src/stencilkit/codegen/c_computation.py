@@ -24,6 +24,7 @@ from ..analysis.schedule import (
     MultiStage,
     Schedule,
     Stage,
+    data_index,
     offsets,
     reads,
     variable_k,
@@ -164,6 +165,7 @@ class ComputationLowering(PointLowering):
         self.column_buffers: dict[str, k.Buffer] = {}
         self.jam_start: k.Expr | None = None  # first column of the jammed block
         self.axes: dict[str, str] = {f.name: f.axes for f in defn.fields}
+        self.data_dims = {f.name: f.data_dims for f in defn.fields if f.data_dims}
         self.origins: dict[str, list[k.Symbol]] = {}
         for t, _ in defn.temporaries:
             self.axes[t] = "IJK"
@@ -174,7 +176,8 @@ class ComputationLowering(PointLowering):
             if name in self.columns:
                 continue
             ax = self.axes[name]
-            self.buffers[name] = self.ctx.buffer(name, dtype, len(ax), unit_stride_last=False,
+            ndim = len(ax) + len(self.data_dims.get(name, ()))
+            self.buffers[name] = self.ctx.buffer(name, dtype, ndim, unit_stride_last=False,
                                                  restrict=True, read_only=False,
                                                  unit_dim=layout.get(name))
             self.origins[name] = [self.ctx.symbol(f"origin_{name}_{a}", k.INDEX, properties=
@@ -203,6 +206,7 @@ class ComputationLowering(PointLowering):
                     _op("+", index[kd], self.expr(dk)), _const(0),
                     _op("-", buf.shape[kd], _const(1))), dtype=k.INDEX)
                 index = (*index[:kd], level, *index[kd + 1:])
+            index += tuple(_const(n) for n in data_index(e))  # an element of a vector field
             return k.Load(self.buffer(e.field), index, dtype=e.dtype)
         if isinstance(e, c.InRegion):
             return self.in_region(e)
@@ -249,9 +253,10 @@ class ComputationLowering(PointLowering):
                 if s.target in self.registers:
                     out.append(k.SetSym(self.locals[s.target], value, loc=s.loc, source=src))
                 else:
-                    out.append(k.Store(self.buffer(s.target),
-                                       self.index(s.target, (0, 0, c.write_offset(s))), value,
-                                       loc=s.loc, source=src))
+                    index = self.index(s.target, (0, 0, c.write_offset(s)))
+                    index += tuple(_const(n) for n in getattr(s, "data_index", ()))
+                    out.append(k.Store(self.buffer(s.target), index, value, loc=s.loc,
+                                       source=src))
             else:
                 out.extend(super().stmts((s,)))
         return tuple(out)
@@ -261,7 +266,8 @@ class ComputationLowering(PointLowering):
     def loop_order(self) -> list[int]:
         """Axes from outermost to innermost: the unit-stride axis of the first 3-D field
         innermost, I before J otherwise."""
-        first = next((f.name for f in self.defn.fields if f.axes == "IJK"), None)
+        first = next((f.name for f in self.defn.fields if f.axes == "IJK" and not f.data_dims),
+                     None)
         unit = self.layout.get(first) if first else None
         if unit is None:
             unit = 2

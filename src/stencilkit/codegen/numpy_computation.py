@@ -8,7 +8,7 @@ one IJ plane per statement.
 
 from __future__ import annotations
 
-from ..analysis.schedule import Schedule, offsets, variable_k
+from ..analysis.schedule import Schedule, data_index, offsets, variable_k
 from ..ir import computation as c
 from ..ir import definition as d
 from .numpy import NumpyPrinter
@@ -28,22 +28,31 @@ class ComputationNumpyPrinter(NumpyPrinter):
             case d.Access(field=f) if variable_k(e) is not None:
                 di, dj, _ = offsets(e)
                 self.k_reads.append(e)
-                return (f"_rt.view_k(F_{f}, A_{f}, O_{f}, {self.region}, ({di}, {dj}), "
-                        f"{self.expr(variable_k(e))}, _err, {len(self.k_reads) - 1})")
+                return (f"_rt.view_k({self.array(e)}, A_{f}, O_{f}, {self.region}, "
+                        f"({di}, {dj}), {self.expr(variable_k(e))}, _err, "
+                        f"{len(self.k_reads) - 1})")
             case d.Access(field=f):
                 di, dj, dk = offsets(e)
-                return f"_rt.view(F_{f}, A_{f}, O_{f}, {self.region}, ({di}, {dj}, {dk}))"
+                return f"_rt.view({self.array(e)}, A_{f}, O_{f}, {self.region}, ({di}, {dj}, {dk}))"
             case d.Name(id=n):
                 return f"p_{n}"
         return super().expr(e)
+
+    @staticmethod
+    def array(e: d.Access | d.Assign) -> str:
+        """The array accessed: a field, or one element's view of a field with data
+        dimensions (``F_f[..., 3]``: only the spatial axes remain)."""
+        index = data_index(e) if isinstance(e, d.Access) else getattr(e, "data_index", ())
+        name = e.field if isinstance(e, d.Access) else e.target
+        return f"F_{name}[..., {', '.join(map(str, index))}]" if index else f"F_{name}"
 
     def stmts(self, body: tuple[d.Stmt, ...], indent: str, mask: str | None) -> None:
         for s in body:
             if s.loc is not None:
                 self.emit(indent, f"# line {s.loc.line}")
             if isinstance(s, d.Assign):
-                target = f"_rt.view(F_{s.target}, A_{s.target}, O_{s.target}, {self.region}, " \
-                         f"(0, 0, {c.write_offset(s)}))"
+                target = f"_rt.view({self.array(s)}, A_{s.target}, O_{s.target}, " \
+                         f"{self.region}, (0, 0, {c.write_offset(s)}))"
                 self.emit(indent, f"_rt.assign({target}, {self.expr(s.value)}, {mask})")
             elif c.region_of(s) is not None and mask is None:
                 # Only the region's points are computed, so reads stay inside the halo the

@@ -9,6 +9,7 @@ of ``@sk.function`` helpers, inlined by substitution (they may return tuples).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 from types import FunctionType
 
@@ -91,6 +92,34 @@ class _ComputationTranslator(Translator):
             full = (*full[:2], k_runtime)
         return d.Access(name, full, loc=self.src.loc(node))
 
+    def expr(self, e: ast.expr) -> d.Expr:
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Subscript) \
+                and isinstance(e.value.value, ast.Name) and self._is_field(e.value.value.id):
+            return self.element(e)
+        return super().expr(e)
+
+    def element(self, e: ast.Subscript) -> d.Access:
+        """``f[di, dj, dk][n]``: one element of a field with data dimensions."""
+        base = self.expr(e.value)
+        assert isinstance(base, d.Access)
+        dims = self.fields[base.field].data_dims if base.field in self.fields else ()
+        parts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+        if not dims:
+            raise self.error(e, f"'{base.field}' has no data dimensions to index",
+                             "declare it Field[(dtype, (n,))] for a vector per point")
+        if len(parts) != len(dims):
+            raise self.error(e, f"'{base.field}' has data dimensions {dims}: give "
+                                f"{len(dims)} index(es), got {len(parts)}")
+        index = []
+        for p, n in zip(parts, dims):
+            v = self.expr(p)
+            if not (isinstance(v, d.Const) and v.dtype is not None and v.dtype.kind in "iu"
+                    and 0 <= int(v.value) < n):
+                raise self.error(e, f"data index of '{base.field}' must be an integer "
+                                    f"constant in [0, {n})", f"write {base.field}[0, 0, 0][i]")
+            index.append(d.Const(int(v.value), dtype=dtypes.INT64))
+        return dataclasses.replace(base, offset=(*base.offset, *index))
+
     def _normalize(self, name: str, off: tuple[int, ...], node: ast.AST) -> tuple[d.Expr, ...]:
         axes = self.fields[name].axes if name in self.fields else "IJK"
         if len(off) == 3:
@@ -135,30 +164,30 @@ class _ComputationTranslator(Translator):
     def assign_at(self, target: ast.Subscript, value: d.Expr, s: ast.stmt) -> d.Stmt:
         """``f[0, 0, dk] = value``: a write at the current level, or (FORWARD/BACKWARD, as
         GT4Py allows) at a vertical offset from it."""
-        if not isinstance(target.value, ast.Name):
-            raise self.error(s, "assign to a field or temporary: f = ... or f[0, 0, dk] = ...")
+        base = target.value.value if isinstance(target.value, ast.Subscript) else target.value
+        if not (isinstance(base, ast.Name) and self._is_field(base.id)):
+            raise self.error(s, "assign to a field or temporary: f = ..., f[0, 0, dk] = ... "
+                                "or f[0, 0, 0][n] = ... (data dimensions)")
         acc = self.expr(target)
         if not isinstance(acc, d.Access):
             raise self.error(s, f"cannot assign to '{ast.unparse(target)}'")
         if not all(isinstance(o, d.Const) for o in acc.offset):
             raise self.error(s, f"'{acc.field}' is written at a run-time offset",
                              "write at constant offsets: f[0, 0, 1] = ...")
-        di, dj, dk = (int(o.value) for o in acc.offset)  # type: ignore[attr-defined]
+        di, dj, dk = (int(o.value) for o in acc.offset[:3])  # type: ignore[attr-defined]
+        data_index = tuple(int(o.value) for o in acc.offset[3:])  # type: ignore[attr-defined]
         loc = self.src.loc(s)
         if (di, dj) != (0, 0):
             raise self.error(s, f"'{acc.field}' is written at the horizontal offset "
                                 f"({di}, {dj}); only vertical offsets can be written",
                              "write f[0, 0, dk] = ..., or compute the neighbour's value there")
-        if dk == 0:
+        if dk == 0 and not data_index:
             return d.Assign(acc.field, value, loc=loc)
-        if self.policy == "PARALLEL":
+        if dk and self.policy == "PARALLEL":
             raise self.error(s, f"'{acc.field}' is written at the vertical offset {dk} in a "
                                 "PARALLEL computation, where levels run in no order",
                              "use computation(FORWARD) or computation(BACKWARD)")
-        if acc.field in self.fields and "K" not in self.fields[acc.field].axes:
-            raise self.error(s, f"field '{acc.field}' has no K axis but is written at a "
-                                "vertical offset")
-        return c.AssignAt(acc.field, value, k_offset=dk, loc=loc)
+        return c.AssignAt(acc.field, value, k_offset=dk, data_index=data_index, loc=loc)
 
     def stmt(self, s: ast.stmt) -> list[d.Stmt]:
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
@@ -388,7 +417,7 @@ def parse_computation(func: FunctionType, externals: dict[str, object] | None = 
     for p in params:
         t = ann.get(p)
         if isinstance(t, FieldType):
-            fields[p] = c.FieldDecl(p, "".join(a.value for a in t.axes), t.dtype)
+            fields[p] = c.FieldDecl(p, "".join(a.value for a in t.axes), t.dtype, t.data_dims)
         elif t is None:
             raise StencilSyntaxError(f"parameter '{p}' has no annotation", stencil=name,
                                      loc=src.loc(tree), hint="annotate with Field[...] or a "

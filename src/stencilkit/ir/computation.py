@@ -1,8 +1,9 @@
 """Definition IR of multi-stage computations (the GridTools execution model).
 
 Invariants:
-- Every field access is ``definition.Access`` with three constant integer offsets (I, J, K),
-  whatever the field's own dimensions (offsets along absent axes are 0).
+- Every field access is ``definition.Access`` with three integer offsets (I, J, K), whatever
+  the field's own dimensions (offsets along absent axes are 0), constants except a K offset
+  known at run time (``f[0, 0, lev]``); then one constant index per data dimension.
 - A ``VerticalBlock`` is one ``with computation(policy)``; its intervals do not overlap.
 - Statements are ``definition`` statements; an ``Assign`` target is a field or a temporary,
   written at offset (0, 0, 0), or at (0, 0, k) for an ``AssignAt`` (FORWARD/BACKWARD only).
@@ -63,6 +64,7 @@ class AssignAt(Assign):
     of ``target`` holds for it."""
 
     k_offset: int = 0
+    data_index: tuple[int, ...] = ()  # the element written of a field with data dimensions
 
 
 def write_offset(stmt: Stmt) -> int:
@@ -102,6 +104,11 @@ class FieldDecl:
     name: str
     axes: str  # "IJK", "IJ", "K", ...
     dtype: np.dtype
+    data_dims: tuple[int, ...] = ()  # trailing array dimensions: a vector per point
+
+    @property
+    def ndim(self) -> int:
+        return len(self.axes) + len(self.data_dims)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +136,9 @@ def format_computation(c: ComputationDef) -> str:
     types = dict(c.temporaries)
     for f in c.fields:
         types[f.name] = f.dtype
-    head = ", ".join([*(f"{f.name}: Field[{f.axes}, {f.dtype}]" for f in c.fields),
+    head = ", ".join([*(f"{f.name}: Field[{f.axes}, "
+                        f"{f'({f.dtype}, {f.data_dims})' if f.data_dims else f.dtype}]"
+                        for f in c.fields),
                       *(f"{s.name}: {s.dtype}" for s in c.scalars)])
     lines = [f"computation {c.name}({head}):"]
     if c.temporaries:

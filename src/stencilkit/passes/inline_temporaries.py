@@ -61,7 +61,7 @@ class _IntervalInliner:
             if shift == (0, 0, 0):
                 return None
             return dataclasses.replace(n, offset=tuple(
-                d.Const(v, dtype=x.dtype) for v, x in zip(total, n.offset)))
+                d.Const(v, dtype=x.dtype) for v, x in zip(total, n.offset)) + n.offset[3:])
 
         return rewrite(e, fn)
 
