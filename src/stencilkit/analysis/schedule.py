@@ -6,7 +6,9 @@ whole extended IJ plane of the current K level before the next one runs. From th
 - a *unit* is a top-level statement of an interval body (an ``if`` or ``while`` counts as
   one unit, as GT4Py treats it as one stage);
 - extents are propagated backwards from the compute domain over all units (to a fixed point
-  where FORWARD/BACKWARD loops carry values between levels);
+  where FORWARD/BACKWARD loops carry values between levels); a unit restricted to a
+  horizontal region computes only where the region meets its extent, so only the points its
+  reads touch there count (GT4Py's meaning);
 - a stage is a run of consecutive units with one extent and no horizontal read-after-write
   or write-after-read between them, so one loop nest computes it;
 - a FORWARD/BACKWARD multistage runs column by column (parallel over IJ, K sequential) when

@@ -3,7 +3,9 @@
 Recognised: parameters annotated ``Field[...]`` or with a scalar type; ``from __externals__
 import NAME``; ``with computation(P), interval(...)`` and the nested form; assignments to
 fields and temporaries, ``if``/``elif``/``else``, conditional expressions, ``while``; calls
-of ``@sk.function`` helpers, inlined by substitution (they may return tuples).
+of ``@sk.function`` helpers, inlined by substitution (they may return tuples); horizontal
+regions (one ``If(InRegion)`` unit per region); writes at a vertical offset; reads at a
+run-time vertical offset; elements of fields with data dimensions.
 """
 
 from __future__ import annotations
