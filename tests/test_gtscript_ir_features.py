@@ -21,6 +21,7 @@ import pytest
 
 import stencilkit as sk
 from stencilkit import BACKWARD, FORWARD, IJ, PARALLEL, Field, computation, interval
+from stencilkit.backends import REGISTRY
 
 gt = pytest.importorskip("gt4py.cartesian.gtscript",
                          reason="gt4py is not installed (pip install '.[gt4py]')")
@@ -64,6 +65,12 @@ def _gt_value(v):
     if isinstance(v, AxisIndex):
         return gt.AxisIndex(v.axis, v.index, v.offset)
     return v
+
+
+def _needs_c() -> None:
+    reason = REGISTRY["c"].probe()
+    if reason:
+        pytest.skip(f"backend c: {reason}")
 
 
 def define(source: str) -> dict:
@@ -579,6 +586,7 @@ def test_runtime_vertical_offset_outside_the_field_is_an_error(backend):
 
 
 def test_runtime_vertical_offset_far_outside_never_reads_out_of_bounds(tmp_path):
+    _needs_c()
     # A huge offset on the C backend, in a child process: a crash fails the test, not the run.
     code = textwrap.dedent("""
         import numpy as np, stencilkit as sk
@@ -705,3 +713,44 @@ def test_field_type_with_bad_data_dimensions_is_a_clear_error():
     with pytest.raises(ValueError, match="positive integers"):
         Field[(np.float64, (0,))]
 
+
+
+def test_runtime_vertical_offset_of_a_field_written_in_a_forward_sweep(backend):
+    # b[0, 0, lev] with lev = -1 or -2 reads levels this FORWARD sweep already wrote.
+    def k_var_sweep(a: Field[float], lev: Field[np.int64], b: Field[float]):
+        with computation(FORWARD):
+            with interval(0, 2):
+                b = a
+            with interval(2, None):
+                b = a + 0.5 * b[0, 0, lev]
+
+    shape = (4, 3, 8)
+    a, b = rng.random(shape), np.zeros(shape)
+    lev = -rng.integers(1, 3, size=shape).astype(np.int64)
+    sk.stencil(k_var_sweep, backend=backend)(a, lev, b)
+    expect = a.copy()
+    for k in range(2, 8):
+        for i in range(4):
+            for j in range(3):
+                expect[i, j, k] = a[i, j, k] + 0.5 * expect[i, j, k + lev[i, j, k]]
+    np.testing.assert_allclose(b, expect, rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["regions:forward", "regions:offset_reads", "ddim:sum",
+                                  "ddim:write"])
+def test_fortran_ordered_arrays_give_the_same_result(case):
+    # The C backend orders its loops by the arrays' layout (I contiguous here).
+    _needs_c()
+    kind, name = case.split(":")
+    if kind == "regions":
+        func, n, origin, domain, externals = REGION_CASES[name]
+        arrays = [rng.random((9, 8, domain[2])) for _ in range(n)]
+    else:
+        func, make, origin, domain = DDIM_CASES[name]
+        arrays, externals = make(), {}
+    fortran = [np.asfortranarray(x) for x in arrays]
+    sk.stencil(func, backend="c", externals=externals)(*fortran, origin=origin, domain=domain)
+    sk.stencil(func, backend="numpy", externals=externals)(*arrays, origin=origin,
+                                                           domain=domain)
+    for x, y in zip(fortran, arrays):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
