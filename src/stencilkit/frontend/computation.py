@@ -1,26 +1,29 @@
 """Frontend of computations: a gtscript-style definition to ``ComputationDef``.
 
-Recognised: parameters annotated ``Field[...]`` or with a scalar type; ``from __externals__
-import NAME``; ``with computation(P), interval(...)`` and the nested form; assignments to
-fields and temporaries, ``if``/``elif``/``else``, conditional expressions, ``while``; calls
-of ``@sk.function`` helpers, inlined by substitution (they may return tuples).
+Recognised: parameters annotated ``Field[...]`` (ours or GT4Py's, symbolic dtypes through
+``dtypes=``) or with a scalar type, keyword-only and with defaults; ``from __externals__
+import NAME``; ``with computation(P), interval(...)`` and the nested form; compile-time
+``if``/``compile_assert`` on externals between computations. The statements inside intervals
+(and the helpers they call) are translated by ``computation_translate``.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
+import dataclasses
 from types import FunctionType
 
 import numpy as np
 
-from .. import dtypes
-from ..errors import StencilSyntaxError, StencilTypeError
-from ..gtscript import FieldType, GTFunction, Policy
+from .. import dtypes as dtypes_mod
+from ..errors import Location, StencilSyntaxError, StencilTypeError
+from ..gtscript import Axis, FieldType, Policy
 from ..ir import computation as c
 from ..ir import definition as d
+from ..ir.core import walk
+from .computation_translate import ComputationTranslator, Context
 from .source import SourceFunction, closure_namespace, parse_function
-from .translate import Translator, assigned_names
+from .translate import assigned_names
 
 
 def is_computation(func: object) -> bool:
@@ -37,169 +40,142 @@ def is_computation(func: object) -> bool:
     return has_with and not has_return
 
 
-def _annotations(func: FunctionType, name: str) -> dict[str, object]:
-    """Parameter annotations, evaluated when they are strings (``from __future__ import
-    annotations``) with the gtscript names available even where the module lacks them."""
+def dsl_source(func: FunctionType, stencil: str | None = None) -> SourceFunction:
+    """``func``'s source, its free names resolved with the gtscript names underneath its own
+    scope (as in GT4Py, a definition need not import ``computation``, ``sqrt``, ...)."""
     from .. import gtscript
 
-    vocabulary = {n: getattr(gtscript, n) for n in ("Field", "IJ", "IJK", "I", "J", "K")}
-    vocabulary["np"] = np
+    src = parse_function(func)
+    return dataclasses.replace(src, namespace={**gtscript.vocabulary(), **src.namespace})
+
+
+def _annotation(func: FunctionType, param: str, raw: object, dtype_map: dict[str, object],
+                name: str, loc: Location) -> object:
+    """A parameter's annotation as an object; strings (``from __future__ import
+    annotations``, symbolic dtypes) are evaluated with the gtscript names available."""
+    from .. import gtscript
+
+    if not isinstance(raw, str):
+        return raw
+    if raw in dtype_map:
+        return raw
+    scope = {**gtscript.vocabulary(), "np": np, "numpy": np, **closure_namespace(func)}
     try:
-        return inspect.get_annotations(func, eval_str=True,
-                                       locals={**vocabulary, **closure_namespace(func)})
-    except Exception as exc:  # a string annotation that does not evaluate
-        raise StencilSyntaxError(f"cannot evaluate the parameter annotations: {exc}",
-                                 stencil=name, hint="annotate with Field[...] or a scalar type"
-                                 ) from exc
+        return eval(raw, scope)  # noqa: S307 (the user's own annotation text)
+    except Exception as exc:
+        raise StencilSyntaxError(f"cannot evaluate the annotation of parameter '{param}' "
+                                 f"({raw!r}): {exc}", stencil=name, loc=loc,
+                                 hint="annotate with Field[...] or a scalar type, or give "
+                                      "symbolic dtypes through dtypes={...}") from None
 
 
-class _ComputationTranslator(Translator):
-    def __init__(self, src: SourceFunction, fields: dict[str, c.FieldDecl], scalars: set[str],
-                 temporaries: set[str], externals: dict[str, object]) -> None:
-        self.fields = fields
-        self.scalars = scalars
-        self.temporaries = temporaries
-        self.externals = externals
-        super().__init__(src, set(scalars) | temporaries | set(fields), self._subscript)
-
-    def _is_field(self, name: str) -> bool:
-        return name in self.fields or name in self.temporaries
-
-    def _subscript(self, name: str, index: tuple[d.Expr, ...], node: ast.Subscript) -> d.Expr:
-        if not self._is_field(name):
-            raise self.error(node, f"'{name}' is not a field and cannot be indexed",
-                             "index fields (parameters annotated Field[...]) or temporaries")
-        offsets = []
-        for e in index:
-            if not (isinstance(e, d.Const) and e.dtype is not None and e.dtype.kind in "iu"):
-                raise self.error(node, "field offsets must be integer constants",
-                                 "write f[di, dj, dk] with literal integers")
-            offsets.append(int(e.value))
-        return d.Access(name, self._normalize(name, tuple(offsets), node),
-                        loc=self.src.loc(node))
-
-    def _normalize(self, name: str, off: tuple[int, ...], node: ast.AST) -> tuple[d.Expr, ...]:
-        axes = self.fields[name].axes if name in self.fields else "IJK"
-        if len(off) == 3:
-            full = off
-        elif len(off) == len(axes):
-            lookup = dict(zip(axes, off))
-            full = tuple(lookup.get(a, 0) for a in "IJK")
-        else:
-            raise self.error(node, f"'{name}' needs 3 offsets (or one per axis of {axes}), "
-                                   f"got {len(off)}")
-        for a, o in zip("IJK", full):
-            if o and a not in axes:
-                raise self.error(node, f"field '{name}' has no {a} axis but is read with a "
-                                       f"{a} offset", "drop the offset along the missing axis")
-        return tuple(d.Const(o, dtype=dtypes.INT64) for o in full)
-
-    def name(self, name: str, node: ast.expr) -> d.Expr:
-        if self._is_field(name):
-            return d.Access(name, self._normalize(name, (0, 0, 0), node), loc=self.src.loc(node))
-        if name in self.externals:
-            return self.constant_value(self.externals[name], node)
-        return super().name(name, node)
-
-    def assign(self, target: ast.expr, value: ast.expr, s: ast.stmt) -> list[d.Stmt]:
-        loc = self.src.loc(s)
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Call):
-            func = self.resolve_global(value.func)
-            if isinstance(func, GTFunction):
-                results = self.inline(func, value)
-                if not isinstance(results, tuple) or len(results) != len(target.elts):
-                    raise self.error(s, "the helper returns a different number of values")
-                out: list[d.Stmt] = []
-                for t, v in zip(target.elts, results):
-                    if not isinstance(t, ast.Name):
-                        raise self.error(s, "unpack helper results into plain names")
-                    out.append(d.Assign(t.id, v, loc=loc))
-                return out
-        if isinstance(target, ast.Subscript):
-            raise self.error(s, "fields are written at offset (0, 0, 0) only",
-                             "assign to the plain name: f = ...")
-        return super().assign(target, value, s)
-
-    def stmt(self, s: ast.stmt) -> list[d.Stmt]:
-        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-            loc = self.src.loc(s)
-            from .translate import _BINOPS
-
-            cur = self.name(s.target.id, s.target)
-            return [d.Assign(s.target.id, d.BinOp(_BINOPS[type(s.op)], cur, self.expr(s.value),
-                                                  loc=loc), loc=loc)]
-        if isinstance(s, ast.Return):
-            raise self.error(s, "a computation does not return; it writes fields",
-                             "assign the result to an output field")
-        return super().stmt(s)
-
-    def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
-        if isinstance(func, GTFunction):
-            result = self.inline(func, e)
-            if isinstance(result, tuple):
-                raise self.error(e, "a helper returning several values must be unpacked",
-                                 "write `a, b = helper(...)`")
-            return result
-        return super().unknown_call(e, func, args)
-
-    def inline(self, helper: GTFunction, call: ast.Call) -> d.Expr | tuple[d.Expr, ...]:
-        """The helper's return value with its parameters replaced by the call's arguments."""
-        hsrc = parse_function(helper.func)
-        tree = hsrc.tree
-        params = [a.arg for a in tree.args.args]
-        if len(params) != len(call.args):
-            raise self.error(call, f"helper '{hsrc.name}' takes {len(params)} arguments, "
-                                   f"{len(call.args)} given")
-        bound = {p: self.expr(a) for p, a in zip(params, call.args)}
-        return _inline_body(hsrc, bound, self)
+def _field_type(t: object) -> FieldType | None:
+    """Our ``Field[...]``, or GT4Py's field descriptor (recognised by its attributes)."""
+    if isinstance(t, FieldType):
+        return t
+    if type(t).__name__ == "_FieldDescriptor" and hasattr(t, "axes"):
+        if getattr(t, "data_dims", ()):
+            raise StencilTypeError("fields with data dimensions are not supported here",
+                                   hint="use a Field without data dimensions")
+        axes = tuple(Axis(getattr(a, "name", str(a))) for a in t.axes)  # type: ignore[attr-defined]
+        return FieldType(axes, t.dtype)  # type: ignore[attr-defined]
+    return None
 
 
-def _inline_body(hsrc: SourceFunction, bound: dict[str, d.Expr],
-                 caller: _ComputationTranslator) -> d.Expr | tuple[d.Expr, ...]:
-    env: dict[str, d.Expr] = dict(bound)
+def _parameters(func: FunctionType, tree: ast.FunctionDef, src: SourceFunction,
+                dtype_map: dict[str, object]
+                ) -> tuple[tuple[str, ...], dict[str, c.FieldDecl], dict[str, np.dtype]]:
+    name = src.name
+    a = tree.args
+    if a.vararg or a.kwarg or a.posonlyargs:
+        raise StencilSyntaxError("a definition cannot have *args, **kwargs or positional-only "
+                                 "parameters", stencil=name, loc=src.loc(tree),
+                                 hint="list every field and scalar parameter by name")
+    params = tuple(p.arg for p in a.args + a.kwonlyargs)
+    raw = getattr(func, "__annotations__", {})
+    fields: dict[str, c.FieldDecl] = {}
+    scalars: dict[str, np.dtype] = {}
+    for p in params:
+        if p not in raw:
+            raise StencilSyntaxError(f"parameter '{p}' has no annotation", stencil=name,
+                                     loc=src.loc(tree), hint="annotate with Field[...] or a "
+                                                             "scalar type such as float")
+        t = _annotation(func, p, raw[p], dtype_map, name, src.loc(tree))
+        try:
+            ft = _field_type(t)
+            if ft is not None:
+                ft = ft.resolved(dtype_map)
+                fields[p] = c.FieldDecl(p, "".join(x.value for x in ft.axes), ft.dtype)
+            else:
+                scalars[p] = dtypes_mod.as_dtype(dtype_map.get(t, t) if isinstance(t, str) else t)
+        except StencilTypeError as exc:
+            symbolic = isinstance(t, str) or (ft is not None and isinstance(ft.dtype, str))
+            hint = ("give it through dtypes={...}" if symbolic
+                    else "annotate with Field[...] or a scalar type such as float")
+            raise StencilSyntaxError(f"parameter '{p}': {exc.bare_message}", stencil=name,
+                                     loc=src.loc(tree), hint=hint) from None
+    return params, fields, scalars
 
-    def subscript(name: str, index: tuple[d.Expr, ...], node: ast.Subscript) -> d.Expr:
-        base = env.get(name)
-        if not isinstance(base, d.Access):
-            raise inner.error(node, f"'{name}' is not bound to a field in this call")
-        off = [int(o.value) for o in base.offset]  # type: ignore[attr-defined]
-        extra = [int(e.value) for e in index]  # type: ignore[attr-defined]
-        if len(extra) != 3:
-            raise inner.error(node, "helpers index fields with three offsets")
-        return d.Access(base.field, tuple(d.Const(a + b, dtype=dtypes.INT64)
-                                          for a, b in zip(off, extra)), loc=hsrc.loc(node))
 
-    body = hsrc.tree.body
-    inner = Translator(hsrc, assigned_names(body) | set(bound), subscript,
-                       stencil=caller.stencil)
-    inner.unknown_call = caller.unknown_call  # type: ignore[method-assign]  # nested helpers
-
-    def substitute(e: d.Expr) -> d.Expr:
-        from ..ir.core import rewrite
-
-        def fn(n):
-            if isinstance(n, d.Name) and n.id in env:
-                return env[n.id]
-            return None
-
-        return rewrite(e, fn)
-
-    for s in body:
+def parse_computation(func: FunctionType, externals: dict[str, object] | None = None,
+                      dtypes: dict[str, object] | None = None
+                      ) -> tuple[c.ComputationDef, SourceFunction]:
+    """The definition IR of a computation. Parameters defaulting to ``None`` that the
+    definition never uses are left out of its fields and scalars."""
+    name = func.__name__
+    src = dsl_source(func)
+    tree = src.tree
+    assert isinstance(tree, ast.FunctionDef)
+    params, fields, scalars = _parameters(func, tree, src, dict(dtypes or {}))
+    ext = dict(externals or {})
+    body = list(tree.body)
+    local_names = sorted(assigned_names(body) - set(params))
+    ctx = Context(name, fields, set(scalars), ext, list(local_names))
+    aliases = {n: n for n in (*fields, *local_names)}
+    tr = ComputationTranslator(src, ctx, aliases=aliases)
+    blocks: list[c.VerticalBlock] = []
+    for i, s in enumerate(body):
+        if isinstance(s, ast.ImportFrom) and s.module in ("__externals__", "__gtscript__"):
+            tr.import_externals(s)
+            continue
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             continue
-        if isinstance(s, ast.Return) and s.value is not None:
-            if isinstance(s.value, ast.Tuple):
-                return tuple(substitute(inner.expr(v)) for v in s.value.elts)
-            return substitute(inner.expr(s.value))
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
-            env[s.targets[0].id] = substitute(inner.expr(s.value))
+        if isinstance(s, ast.Expr) and tr._is_dsl_call(s.value, "compile_assert"):
+            tr.compile_assert(s.value)  # type: ignore[arg-type]
             continue
-        raise inner.error(s, "helpers may contain assignments to local names and one return",
-                          "move control flow into the computation")
-    raise inner.error(hsrc.tree, "the helper does not return a value")
+        if isinstance(s, ast.If):  # a compile-time choice between computations
+            known, chosen = tr.static(s.test)
+            if known:
+                body[i + 1:i + 1] = s.body if chosen else s.orelse
+                continue
+        if not isinstance(s, ast.With):
+            raise StencilSyntaxError("statements of a computation must be inside "
+                                     "`with computation(...)` blocks", stencil=name,
+                                     loc=src.loc(s), hint="wrap them in with computation(...), "
+                                                          "interval(...):")
+        blocks.append(_vertical_block(tr, s))
+    used = {n.field if isinstance(n, d.Access) else n.id
+            for b in blocks for n in walk(b) if isinstance(n, (d.Access, d.Name))}
+    unused_none = {p for p, v in parameter_defaults(func).items() if v is None and p not in used}
+    definition = c.ComputationDef(
+        name, params, tuple(f for f in fields.values() if f.name not in unused_none),
+        tuple(c.ScalarDecl(n, t) for n, t in scalars.items() if n not in unused_none),
+        tuple(blocks), tuple((t, dtypes_mod.FLOAT64) for t in sorted(ctx.temporaries)),
+        loc=src.loc(tree))
+    return definition, src
 
 
-def _interval_bounds(tr: _ComputationTranslator, call: ast.Call) -> tuple[c.AxisBound, c.AxisBound]:
+def parameter_defaults(func: FunctionType) -> dict[str, object]:
+    """Default values of a definition's parameters, positional and keyword-only."""
+    code = func.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    defaults = func.__defaults__ or ()
+    out = dict(zip(positional[len(positional) - len(defaults):], defaults))
+    out.update(func.__kwdefaults__ or {})
+    return out
+
+
+def _interval_bounds(tr: ComputationTranslator, call: ast.Call) -> tuple[c.AxisBound, c.AxisBound]:
     args = call.args
     if len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value is Ellipsis:
         return c.AxisBound(0, False), c.AxisBound(0, True)
@@ -219,77 +195,26 @@ def _interval_bounds(tr: _ComputationTranslator, call: ast.Call) -> tuple[c.Axis
     return bounds[0], bounds[1]
 
 
-def _policy(tr: _ComputationTranslator, call: ast.expr) -> str:
+def _policy(tr: ComputationTranslator, call: ast.expr) -> str:
     if _is_call_of(tr, call, "computation") and len(call.args) == 1:  # type: ignore[attr-defined]
-        p = tr.resolve_global(call.args[0])  # type: ignore[attr-defined]
+        arg = call.args[0]  # type: ignore[attr-defined]
+        p = tr.resolve_global(arg)
         if isinstance(p, Policy):
             return p.value
+        spelled = arg.id if isinstance(arg, ast.Name) else getattr(arg, "attr", None)
+        if isinstance(p, int) and spelled in Policy.__members__:  # GT4Py's PARALLEL (an int)
+            return spelled
     raise tr.error(call, "expected computation(PARALLEL | FORWARD | BACKWARD)")
 
 
-def _is_call_of(tr: _ComputationTranslator, node: ast.expr, name: str) -> bool:
+def _is_call_of(tr: ComputationTranslator, node: ast.expr, name: str) -> bool:
     if not isinstance(node, ast.Call):
         return False
     f = tr.resolve_global(node.func)
     return getattr(f, "__name__", "") == name and getattr(f, "__module__", "").endswith("gtscript")
 
 
-def parse_computation(func: FunctionType, externals: dict[str, object] | None = None
-                      ) -> tuple[c.ComputationDef, SourceFunction]:
-    src = parse_function(func)
-    tree = src.tree
-    name = src.name
-    ann = _annotations(func, name)
-    fields: dict[str, c.FieldDecl] = {}
-    scalars: dict[str, np.dtype] = {}
-    params = tuple(a.arg for a in tree.args.args)
-    for p in params:
-        t = ann.get(p)
-        if isinstance(t, FieldType):
-            fields[p] = c.FieldDecl(p, "".join(a.value for a in t.axes), t.dtype)
-        elif t is None:
-            raise StencilSyntaxError(f"parameter '{p}' has no annotation", stencil=name,
-                                     loc=src.loc(tree), hint="annotate with Field[...] or a "
-                                                             "scalar type such as float")
-        else:
-            try:
-                scalars[p] = dtypes.as_dtype(t)
-            except StencilTypeError as exc:
-                raise StencilSyntaxError(f"parameter '{p}': {exc.bare_message}", stencil=name,
-                                         loc=src.loc(tree)) from None
-    ext = dict(externals or {})
-    body = list(tree.body)
-    blocks: list[c.VerticalBlock] = []
-    local_names = assigned_names(body) - set(params)
-    tr = _ComputationTranslator(src, fields, set(scalars), local_names, ext)
-    for s in body:
-        if isinstance(s, ast.ImportFrom) and s.module in ("__externals__", "__gtscript__"):
-            if s.module == "__externals__":
-                for alias in s.names:
-                    if alias.name not in ext:
-                        raise StencilSyntaxError(
-                            f"external '{alias.name}' is not defined", stencil=name,
-                            loc=src.loc(s), hint=f"pass externals={{'{alias.name}': ...}}")
-                    if alias.asname:
-                        ext[alias.asname] = ext[alias.name]
-            continue
-        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
-            continue
-        if not isinstance(s, ast.With):
-            raise StencilSyntaxError("statements of a computation must be inside "
-                                     "`with computation(...)` blocks", stencil=name,
-                                     loc=src.loc(s), hint="wrap them in with computation(...), "
-                                                          "interval(...):")
-        blocks.append(_vertical_block(tr, s))
-    temps = tuple(sorted(local_names))
-    definition = c.ComputationDef(name, params, tuple(fields.values()),
-                                  tuple(c.ScalarDecl(n, t) for n, t in scalars.items()),
-                                  tuple(blocks), tuple((t, dtypes.FLOAT64) for t in temps),
-                                  loc=src.loc(tree))
-    return definition, src
-
-
-def _vertical_block(tr: _ComputationTranslator, s: ast.With) -> c.VerticalBlock:
+def _vertical_block(tr: ComputationTranslator, s: ast.With) -> c.VerticalBlock:
     items = s.items
     policy = _policy(tr, items[0].context_expr)
     intervals: list[c.IntervalBlock] = []
@@ -300,6 +225,11 @@ def _vertical_block(tr: _ComputationTranslator, s: ast.With) -> c.VerticalBlock:
         intervals.append(c.IntervalBlock(start, end, tr.stmts(s.body), loc=tr.src.loc(s)))
     elif len(items) == 1:
         for inner in s.body:
+            if isinstance(inner, ast.ImportFrom) and inner.module == "__externals__":
+                tr.import_externals(inner)
+                continue
+            if isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Constant):
+                continue
             if not (isinstance(inner, ast.With) and len(inner.items) == 1
                     and _is_call_of(tr, inner.items[0].context_expr, "interval")):
                 raise tr.error(inner, "inside `with computation(P):` every statement must be a "

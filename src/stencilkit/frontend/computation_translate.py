@@ -1,0 +1,594 @@
+"""Statements of a computation, and the helpers they call, to definition IR.
+
+One ``ComputationTranslator`` per scope: the stencil's own body, and one per inlined helper
+call. Every name is resolved in the scope where it is written: a helper sees its parameters
+(bound to the caller's argument expressions), its locals (fresh temporaries of the
+computation, so they may be read at offsets), the externals, its own module's globals and
+the gtscript names; never the stencil's fields by accident.
+
+Helpers are inlined as statements, as GT4Py does: their bodies are hoisted in front of the
+statement that calls them (they only assign fresh temporaries, so evaluating them there is
+safe), and the call becomes the returned expression.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+from types import FunctionType
+
+from .. import dtypes
+from ..errors import StencilSyntaxError
+from ..gtscript import GTFunction, round_away_from_zero
+from ..ir import computation as c
+from ..ir import definition as d
+from ..ir.core import rewrite, walk
+from .source import SourceFunction
+from .static import (
+    NotStatic,
+    always_returns,
+    has_nested_return,
+    is_inlined_call,
+    single_exit,
+    static_value,
+)
+from .translate import _BINOPS, Translator, assigned_names
+
+_MAX_INLINE_DEPTH = 32
+_ZERO = (0, 0, 0)
+
+
+@dataclass
+class Context:
+    """What every scope of one definition shares (mutable while the definition is parsed)."""
+
+    name: str
+    fields: dict[str, c.FieldDecl]
+    scalars: set[str]
+    externals: dict[str, object]
+    temporaries: list[str] = field(default_factory=list)
+    counter: itertools.count = field(default_factory=itertools.count)
+
+    def fresh(self, base: str) -> str:
+        """A new temporary name that no field, scalar or temporary uses."""
+        taken = set(self.fields) | self.scalars | set(self.temporaries)
+        while True:
+            candidate = f"{base}_{next(self.counter)}"
+            if candidate not in taken:
+                self.temporaries.append(candidate)
+                return candidate
+
+
+def is_helper(obj: object) -> bool:
+    """``@sk.function`` / ``gtscript.function`` helpers, GT4Py's marked functions too."""
+    return isinstance(obj, GTFunction) or (isinstance(obj, FunctionType)
+                                           and hasattr(obj, "__gtscript__"))
+
+
+def _helper_function(obj: object) -> FunctionType:
+    return obj.func if isinstance(obj, GTFunction) else obj  # type: ignore[return-value]
+
+
+class ComputationTranslator(Translator):
+    """Translates one scope: the stencil body (``helper`` None) or one inlined helper call.
+
+    ``aliases`` maps source names to the fields/temporaries they denote; ``bound`` maps a
+    helper's parameters to the caller's argument expressions."""
+
+    def __init__(self, src: SourceFunction, ctx: Context, *, aliases: dict[str, str],
+                 bound: dict[str, d.Expr] | None = None, helper: str | None = None,
+                 depth: int = 0) -> None:
+        super().__init__(src, set(), self._subscript, stencil=ctx.name)
+        self.ctx = ctx
+        self.aliases = aliases
+        self.bound = bound or {}
+        self.helper = helper
+        self.depth = depth
+        self.pending: list[d.Stmt] = []
+        self.return_targets: tuple[str, ...] = ()
+        self.declared_externals: set[str] = set()
+
+    # ------------------------------------------------------------ names
+
+    def _is_runtime(self, name: str) -> bool:
+        return name in self.aliases or name in self.bound or (
+            self.helper is None and name in self.ctx.scalars)
+
+    def lookup(self, name: str) -> tuple[bool, object]:
+        """(found, value) of a compile-time name: externals, then the scope's globals (for a
+        helper: externals it imports, its globals, then the other externals)."""
+        ext = self.ctx.externals
+        if name in ext and (self.helper is None or name in self.declared_externals):
+            return True, ext[name]
+        found, value = self.src.lookup(name)
+        if found:
+            return True, value
+        if name in ext:
+            return True, ext[name]
+        return False, None
+
+    def static_lookup(self, name: str) -> object:
+        if self._is_runtime(name):
+            raise NotStatic
+        found, value = self.lookup(name)
+        if not found:
+            raise NotStatic
+        return value
+
+    def static(self, node: ast.expr) -> tuple[bool, object]:
+        """(True, value) when ``node`` is known at compile time, else (False, None)."""
+        try:
+            return True, static_value(node, self.static_lookup)
+        except NotStatic:
+            return False, None
+        except Exception as exc:  # e.g. a division by zero among externals
+            raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at compile time: "
+                                   f"{exc}") from None
+
+    def name(self, name: str, node: ast.expr) -> d.Expr:
+        loc = self.src.loc(node)
+        if name in self.aliases:
+            return d.Access(self.aliases[name], self._offsets(self.aliases[name], _ZERO, node),
+                            loc=loc)
+        if name in self.bound:
+            return self.bound[name]
+        if self.helper is None and name in self.ctx.scalars:
+            return d.Name(name, loc=loc)
+        found, value = self.lookup(name)
+        if found:
+            if value is None:
+                raise self.error(node, f"'{name}' is None and has no value in a computation",
+                                 "give it a number (through externals=) or remove its use")
+            return self.constant_value(value, node)
+        raise self.undefined(name, node)
+
+    def undefined(self, name: str, node: ast.AST) -> StencilSyntaxError:
+        if self.helper is not None and (name in self.ctx.fields or name in self.ctx.scalars):
+            return self.error(node, f"'{name}' is a parameter of stencil '{self.ctx.name}', "
+                                    f"which helper '{self.helper}' cannot see",
+                              f"pass it to the helper as an argument: {self.helper}(..., "
+                              f"{name})")
+        where = f"helper '{self.helper}'" if self.helper else "the definition"
+        return self.error(node, f"name '{name}' is not defined in {where}",
+                          "define it, pass it as an argument, or give it through externals=")
+
+    def resolve_global(self, node: ast.expr) -> object:
+        if isinstance(node, ast.Name):
+            if self._is_runtime(node.id):
+                return None
+            return self.lookup(node.id)[1]
+        if isinstance(node, ast.Attribute):
+            return self.resolve_attribute(node)
+        return None
+
+    # ------------------------------------------------------------ field accesses
+
+    def axes_of(self, name: str) -> str:
+        f = self.ctx.fields.get(name)
+        return f.axes if f is not None else "IJK"
+
+    def _offsets(self, name: str, off: tuple[int, ...], node: ast.AST) -> tuple[d.Expr, ...]:
+        full = _full_offsets(off, self.axes_of(name), name, self, node)
+        return tuple(d.Const(o, dtype=dtypes.INT64) for o in full)
+
+    def _subscript(self, name: str, index: tuple[d.Expr, ...], node: ast.Subscript) -> d.Expr:
+        off = self._constant_offsets(index, node)
+        if name in self.aliases:
+            target = self.aliases[name]
+            return d.Access(target, self._offsets(target, off, node), loc=self.src.loc(node))
+        if name in self.bound:
+            return self._shifted(name, self.bound[name], off, node)
+        if self.helper is None and name in self.ctx.scalars:
+            raise self.error(node, f"'{name}' is a scalar parameter and cannot be indexed",
+                             f"use '{name}' without an index")
+        found, _ = self.lookup(name)
+        if not found:
+            raise self.undefined(name, node)
+        raise self.error(node, f"'{name}' is not a field and cannot be indexed",
+                         "index fields (parameters annotated Field[...]) or temporaries")
+
+    def _constant_offsets(self, index: tuple[d.Expr, ...], node: ast.AST) -> tuple[int, ...]:
+        offsets = []
+        for e in index:
+            if not (isinstance(e, d.Const) and e.dtype is not None and e.dtype.kind in "iu"):
+                raise self.error(node, "field offsets must be integer constants",
+                                 "write f[di, dj, dk] with literal integers (or externals)")
+            offsets.append(int(e.value))
+        return tuple(offsets)
+
+    def _shifted(self, param: str, expr: d.Expr, off: tuple[int, ...], node: ast.AST) -> d.Expr:
+        """A parameter bound to ``expr`` read at ``off``: ``expr`` with every access shifted."""
+        accesses = [n for n in walk(expr) if isinstance(n, d.Access)]
+        if not accesses:
+            if any(off):
+                raise self.error(node, f"'{param}' is bound to a scalar value in this call and "
+                                       "cannot be read at an offset",
+                                 "pass a field for this argument")
+            return expr
+        if len(off) == 3:
+            full = off
+        else:
+            kinds = {self.axes_of(a.field) for a in accesses}
+            if len(kinds) != 1:
+                raise self.error(node, f"'{param}' is bound to an expression of fields with "
+                                       "different axes; index it with three offsets")
+            full = _full_offsets(off, kinds.pop(), param, self, node)
+        if not any(full):
+            return expr
+
+        def shift(n: d.Node) -> d.Node | None:
+            if not isinstance(n, d.Access):
+                return None
+            axes = self.axes_of(n.field)
+            old = [int(o.value) for o in n.offset]  # type: ignore[attr-defined]
+            new = [a + b for a, b in zip(old, full)]
+            for axis, delta in zip("IJK", full):
+                if delta and axis not in axes:
+                    raise self.error(node, f"'{param}' is bound to field '{n.field}', which has "
+                                           f"no {axis} axis, but is read with a {axis} offset",
+                                     "drop the offset along the missing axis")
+            return d.Access(n.field, tuple(d.Const(v, dtype=dtypes.INT64) for v in new),
+                            loc=n.loc)
+
+        return rewrite(expr, shift)
+
+    # ------------------------------------------------------------ statements
+
+    def stmt(self, s: ast.stmt) -> list[d.Stmt]:
+        outer, self.pending = self.pending, []
+        try:
+            out = self._stmt(s)
+            return [*self.pending, *out]
+        finally:
+            self.pending = outer
+
+    def _stmt(self, s: ast.stmt) -> list[d.Stmt]:
+        loc = self.src.loc(s)
+        match s:
+            case ast.ImportFrom(module="__externals__" | "__gtscript__"):
+                self.import_externals(s)
+                return []
+            case ast.Expr(value=ast.Call() as call) if self._is_dsl(call.func, "compile_assert"):
+                self.compile_assert(call)
+                return []
+            case ast.If(test=test, body=body, orelse=orelse):
+                known, chosen = self.static(test)
+                if known:
+                    return list(self.stmts(body if chosen else orelse))
+                if is_inlined_call(test):
+                    raise self.error(s, "the condition of __INLINED(...) is not known at "
+                                        "compile time", "use only externals and literals in it")
+                return [d.If(self.expr(test), self.stmts(body), self.stmts(orelse), loc=loc)]
+            case ast.With(items=items) if items and self._is_dsl_call(items[0].context_expr,
+                                                                     "horizontal"):
+                return self.horizontal(s)
+            case ast.With():
+                raise self.error(s, "`with` blocks other than horizontal regions are not "
+                                    "allowed inside an interval",
+                                 "put computation(...) and interval(...) at the top level")
+            case ast.While(test=test, body=body, orelse=[]):
+                cond = self.expr(test)
+                if self.pending:
+                    raise self.error(s, "a helper call in a `while` condition is not supported",
+                                     "compute the condition into a temporary before the loop "
+                                     "and update it at the end of the body")
+                return [d.While(cond, self.stmts(body), loc=loc)]
+            case ast.Return(value=value):
+                return self.return_stmt(s, value)
+            case ast.AugAssign(target=target, op=op, value=value):
+                current = self.expr(_as_load(target))
+                new = d.BinOp(_BINOPS[type(op)], current, self.expr(value), loc=loc)
+                return self.store(target, new, s)
+            case ast.Expr(value=ast.Call()):
+                raise self.error(s, "the value of this call is not used",
+                                 "assign it: name = call(...)")
+            case ast.For():
+                raise self.error(s, "`for` loops are not supported in computations",
+                                 "use a `while` loop, or a FORWARD/BACKWARD computation")
+        return super().stmt(s)
+
+    def assign(self, target: ast.expr, value: ast.expr, s: ast.stmt) -> list[d.Stmt]:
+        loc = self.src.loc(s)
+        if isinstance(target, ast.Tuple):
+            if isinstance(value, ast.Tuple):
+                if len(value.elts) != len(target.elts):
+                    raise self.error(s, "the numbers of targets and values differ")
+                values: tuple[d.Expr, ...] = tuple(self.expr(v) for v in value.elts)
+            else:
+                result = self.expr_or_tuple(value)
+                if not isinstance(result, tuple):
+                    raise self.error(s, "only tuples and helpers returning several values can "
+                                        "be unpacked")
+                if len(result) != len(target.elts):
+                    raise self.error(s, f"the helper returns {len(result)} values, "
+                                        f"{len(target.elts)} targets given")
+                values = result
+            # Every value is evaluated before any target is written (a, b = b, a).
+            staged = []
+            out: list[d.Stmt] = []
+            for v in values:
+                if any(isinstance(n, d.Access) for n in walk(v)):
+                    tmp = self.ctx.fresh("unpack")
+                    out.append(d.Assign(tmp, v, loc=loc))
+                    v = d.Access(tmp, self._offsets(tmp, _ZERO, s), loc=loc)
+                staged.append(v)
+            for t, v in zip(target.elts, staged):
+                out += self.store(t, v, s)
+            return out
+        return self.store(target, self.expr(value), s)
+
+    def store(self, target: ast.expr, value: d.Expr, s: ast.stmt) -> list[d.Stmt]:
+        """``target = value`` with ``target`` a name or ``name[offsets]``."""
+        loc = self.src.loc(s)
+        if isinstance(target, ast.Name):
+            name, off = target.id, _ZERO
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            name = target.value.id
+            parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+            off = self._constant_offsets(tuple(self.expr(p) for p in parts), target)
+            off = _full_offsets(off, self.axes_of(self.aliases.get(name, name)), name, self,
+                                target)
+        else:
+            raise self.error(s, "assign to a field or temporary: name = ... or "
+                                "name[0, 0, 0] = ...")
+        if name not in self.aliases:
+            if name in self.bound:
+                raise self.error(s, f"helper '{self.helper}' cannot write its parameter "
+                                    f"'{name}'", "return the value and assign it in the "
+                                                 "stencil")
+            if self.helper is None and name in self.ctx.scalars:
+                raise self.error(s, f"scalar parameter '{name}' cannot be assigned",
+                                 "assign to a temporary of another name")
+            raise self.error(s, f"'{name}' cannot be assigned here")
+        field_name = self.aliases[name]
+        if off[0] or off[1]:
+            raise self.error(s, f"'{name}' is written at a horizontal offset {off}",
+                             "write fields at offset [0, 0, 0] (read neighbours instead)")
+        if off[2]:
+            return self.offset_write(field_name, off, value, s)
+        return [d.Assign(field_name, value, loc=loc)]
+
+    def offset_write(self, name: str, off: tuple[int, ...], value: d.Expr,
+                     s: ast.stmt) -> list[d.Stmt]:
+        """A write at a vertical offset, ``q[0, 0, 1] = ...`` (not supported yet)."""
+        raise self.error(s, f"writing '{name}' at the vertical offset {off[2]} is not "
+                            "supported yet", f"write '{name}' at offset [0, 0, 0]")
+
+    def horizontal(self, s: ast.With) -> list[d.Stmt]:
+        """``with horizontal(region[...]):`` (not supported yet)."""
+        raise self.error(s, "horizontal regions (`with horizontal(region[...])`) are not "
+                            "supported yet", "compute on the whole domain, or select the "
+                                             "points with a mask field")
+
+    def return_stmt(self, s: ast.Return, value: ast.expr | None) -> list[d.Stmt]:
+        if self.helper is None:
+            raise self.error(s, "a computation does not return; it writes fields",
+                             "assign the result to an output field")
+        if value is None:
+            raise self.error(s, f"helper '{self.helper}' must return a value")
+        values = value.elts if isinstance(value, ast.Tuple) else [value]
+        loc = self.src.loc(s)
+        return [d.Assign(t, self.expr(v), loc=loc) for t, v in zip(self.return_targets, values)]
+
+    def import_externals(self, s: ast.ImportFrom) -> None:
+        if s.module != "__externals__":
+            return
+        for alias in s.names:
+            if alias.name not in self.ctx.externals:
+                raise self.error(s, f"external '{alias.name}' is not defined",
+                                 f"pass externals={{'{alias.name}': ...}}")
+            self.declared_externals.add(alias.asname or alias.name)
+            if alias.asname:
+                self.ctx.externals.setdefault(alias.asname, self.ctx.externals[alias.name])
+
+    def compile_assert(self, call: ast.Call) -> None:
+        if len(call.args) != 1 or call.keywords:
+            raise self.error(call, "compile_assert() takes one condition")
+        known, ok = self.static(call.args[0])
+        if not known:
+            raise self.error(call, "the condition of compile_assert() is not known at compile "
+                                   "time", "use only externals and literals in it")
+        if not ok:
+            raise self.error(call, f"compile_assert({ast.unparse(call.args[0])}) failed",
+                             "change the externals, or the condition")
+
+    def _is_dsl(self, func: ast.expr, name: str) -> bool:
+        """``func`` names gtscript's ``name`` (ours or GT4Py's, recognised by name)."""
+        spelled = func.id if isinstance(func, ast.Name) else (
+            func.attr if isinstance(func, ast.Attribute) else None)
+        if spelled != name:
+            return False
+        try:
+            obj = self.resolve_global(func)
+        except StencilSyntaxError:
+            return False
+        return obj is None or getattr(obj, "__name__", "") == name
+
+    def _is_dsl_call(self, node: ast.expr, name: str) -> bool:
+        return isinstance(node, ast.Call) and self._is_dsl(node.func, name)
+
+    # ------------------------------------------------------------ calls
+
+    def expr_or_tuple(self, e: ast.expr) -> d.Expr | tuple[d.Expr, ...]:
+        if isinstance(e, ast.Call):
+            func = self.resolve_global(e.func)
+            if is_helper(func):
+                return self.inline(func, e)
+        return self.expr(e)
+
+    def call(self, e: ast.Call) -> d.Expr:
+        func = self.resolve_global(e.func)
+        if is_helper(func):
+            result = self.inline(func, e)
+            if isinstance(result, tuple):
+                raise self.error(e, "a helper returning several values must be unpacked",
+                                 "write `a, b = helper(...)`")
+            return result
+        if func is round_away_from_zero:
+            # GT4Py's definition, copysign(floor(|x| + 0.5), x), in the calls we have
+            if len(e.args) != 1 or e.keywords:
+                raise self.error(e, "round_away_from_zero() takes one argument")
+            x = self.expr(e.args[0])
+            loc = self.src.loc(e)
+            half = d.BinOp("+", d.Call("np.abs", (x,), loc=loc), d.Const(0.5, dtype=dtypes.FLOAT64),
+                           loc=loc)
+            return d.Call("np.copysign", (d.Call("np.floor", (half,), loc=loc), x), loc=loc)
+        if self._is_dsl(e.func, "__INLINED"):
+            raise self.error(e, "__INLINED(...) is only allowed as the condition of an `if`")
+        if isinstance(func, FunctionType) and func.__name__ != "<lambda>":
+            raise self.error(e, f"'{ast.unparse(e.func)}' is a plain Python function",
+                             "mark it with @gtscript.function (or @sk.function) to call it "
+                             "in a definition")
+        if e.keywords:
+            raise self.error(e, "keyword arguments are only supported in calls of helpers",
+                             "pass arguments by position")
+        return super().call(e)
+
+    def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
+        raise self.error(e, f"call of '{ast.unparse(e.func)}' is not supported in "
+                            "computations", "call gtscript math functions (sqrt, exp, min, ...)"
+                                            ", NumPy/math functions, or @gtscript.function "
+                                            "helpers")
+
+    def inline(self, helper: object, call: ast.Call) -> d.Expr | tuple[d.Expr, ...]:
+        """Inline a helper call: its statements go to ``self.pending``; the result is the
+        returned expression (or tuple of expressions)."""
+        from .computation import dsl_source
+
+        func = _helper_function(helper)
+        if self.depth >= _MAX_INLINE_DEPTH:
+            raise self.error(call, f"helper '{func.__name__}' is inlined more than "
+                                   f"{_MAX_INLINE_DEPTH} levels deep (is it recursive?)",
+                             "helpers cannot call themselves")
+        hsrc = dsl_source(func, self.ctx.name)
+        tree = hsrc.tree
+        assert isinstance(tree, ast.FunctionDef)
+        bound = self._bind_arguments(func, tree, call)
+        body = [s for s in tree.body if not (isinstance(s, ast.Expr)
+                                             and isinstance(s.value, ast.Constant))]
+        locals_ = assigned_names(body)
+        aliases = {n: self.ctx.fresh(f"{func.__name__}_{n}") for n in sorted(locals_)}
+        loc = hsrc.loc(tree)
+        init = [d.Assign(aliases[p], bound.pop(p), loc=loc) for p in list(bound) if p in aliases]
+        inner = ComputationTranslator(hsrc, self.ctx, aliases=aliases, bound=bound,
+                                      helper=func.__name__, depth=self.depth + 1)
+        for s in body:  # `from __externals__ import` anywhere in the helper
+            for n in ast.walk(s):
+                if isinstance(n, ast.ImportFrom):
+                    inner.import_externals(n)
+        body = single_exit(inner.static_body(body))
+        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(n, (ast.While, ast.For)) and any(
+                    isinstance(r, ast.Return) for r in ast.walk(n)):
+                raise inner.error(n, "a helper cannot return from inside a loop",
+                                  "assign the result to a local and return it after the loop")
+        if not always_returns(body):
+            raise inner.error(tree, f"helper '{func.__name__}' does not return a value on "
+                                    "every path", "end every branch with a return")
+        arity = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else 1
+                 for r in ast.walk(ast.Module(body=body, type_ignores=[]))
+                 if isinstance(r, ast.Return) and r.value is not None}
+        if len(arity) > 1:
+            raise inner.error(tree, f"helper '{func.__name__}' returns different numbers of "
+                                    "values on different paths")
+        n_results = arity.pop() if arity else 1
+        ret = body[-1]
+        if not has_nested_return(body) and isinstance(ret, ast.Return) and ret.value is not None:
+            stmts = list(inner.stmts(body[:-1]))
+            inner.pending = []
+            value = ret.value
+            result: d.Expr | tuple[d.Expr, ...] = (
+                tuple(inner.expr(v) for v in value.elts) if isinstance(value, ast.Tuple)
+                else inner.expr(value))
+            self.pending += [*init, *stmts, *inner.pending]
+            return result
+        inner.return_targets = tuple(self.ctx.fresh(f"{func.__name__}_result")
+                                     for _ in range(n_results))
+        self.pending += [*init, *inner.stmts(body)]
+        results = tuple(d.Access(t, self._offsets(t, _ZERO, call), loc=self.src.loc(call))
+                        for t in inner.return_targets)
+        returns_tuple = any(isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
+                            for r in ast.walk(ast.Module(body=body, type_ignores=[])))
+        return results if returns_tuple else results[0]
+
+    def static_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """``body`` with every ``if`` on compile-time conditions replaced by its branch."""
+        out: list[ast.stmt] = []
+        for s in body:
+            if isinstance(s, ast.If):
+                known, chosen = self.static(s.test)
+                if not known:
+                    out.append(ast.copy_location(ast.If(test=s.test,
+                                                        body=self.static_body(s.body),
+                                                        orelse=self.static_body(s.orelse)), s))
+                    continue
+                out += self.static_body(s.body if chosen else s.orelse)
+            else:
+                out.append(s)
+        return out
+
+    def _bind_arguments(self, func: FunctionType, tree: ast.FunctionDef,
+                        call: ast.Call) -> dict[str, d.Expr]:
+        """Each helper parameter's argument, translated in the CALLER's scope."""
+        name = func.__name__
+        a = tree.args
+        if a.vararg or a.kwarg or a.posonlyargs:
+            raise self.error(call, f"helper '{name}' has *args, **kwargs or positional-only "
+                                   "parameters", "give the helper plain parameters")
+        positional = [p.arg for p in a.args]
+        params = positional + [p.arg for p in a.kwonlyargs]
+        if any(isinstance(x, ast.Starred) for x in call.args):
+            raise self.error(call, "*args in helper calls are not supported")
+        if len(call.args) > len(positional):
+            raise self.error(call, f"helper '{name}' takes {len(positional)} positional "
+                                   f"argument(s), {len(call.args)} given")
+        given: dict[str, ast.expr] = dict(zip(positional, call.args))
+        for kw in call.keywords:
+            if kw.arg is None:
+                raise self.error(call, "**kwargs in helper calls are not supported")
+            if kw.arg not in params:
+                raise self.error(call, f"helper '{name}' has no parameter '{kw.arg}'",
+                                 f"its parameters are {', '.join(params)}")
+            if kw.arg in given:
+                raise self.error(call, f"argument '{kw.arg}' of helper '{name}' given twice")
+            given[kw.arg] = kw.value
+        defaults = dict(zip(positional[len(positional) - len(func.__defaults__ or ()):],
+                            func.__defaults__ or ()))
+        defaults.update(func.__kwdefaults__ or {})
+        bound: dict[str, d.Expr] = {}
+        for p in params:
+            if p in given:
+                bound[p] = self.expr(given[p])
+            elif p in defaults:
+                bound[p] = self.constant_value(defaults[p], call)
+            else:
+                raise self.error(call, f"helper '{name}' is missing argument '{p}'")
+        return bound
+
+
+def _full_offsets(off: tuple[int, ...], axes: str, name: str, tr: Translator,
+                  node: ast.AST) -> tuple[int, int, int]:
+    """Offsets along I, J, K from three offsets or one per axis of the field."""
+    if len(off) == 3:
+        full = off
+    elif len(off) == len(axes):
+        lookup = dict(zip(axes, off))
+        full = tuple(lookup.get(a, 0) for a in "IJK")
+    else:
+        raise tr.error(node, f"'{name}' needs 3 offsets (or one per axis of {axes}), "
+                             f"got {len(off)}")
+    for a, o in zip("IJK", full):
+        if o and a not in axes:
+            raise tr.error(node, f"field '{name}' has no {a} axis but is read with a "
+                                 f"{a} offset", "drop the offset along the missing axis")
+    return full  # type: ignore[return-value]
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    """The target of an augmented assignment, as the expression that reads it."""
+    if isinstance(target, ast.Name):
+        return ast.copy_location(ast.Name(target.id, ast.Load()), target)
+    if isinstance(target, ast.Subscript):
+        return ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
+    return target
