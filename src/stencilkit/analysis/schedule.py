@@ -131,8 +131,8 @@ def check_access_rules(defn: c.ComputationDef) -> None:
         visible = written_before | (block_writes if block.policy != "PARALLEL" else set())
         for iv in block.intervals:
             for unit in iv.body:
-                for acc in reads(unit):
-                    if acc.field in temps and acc.field not in visible:
+                for acc in _reads_before_writes(unit, visible):
+                    if acc.field in temps:
                         raise _rule_error(
                             "undefined read", f"temporary '{acc.field}' is read before any "
                             "statement writes it, so its value is undefined", defn, acc.loc,
@@ -158,6 +158,23 @@ def check_access_rules(defn: c.ComputationDef) -> None:
                             f"computation and read with the vertical offset {dk}", defn,
                             acc.loc, "use computation(FORWARD) or BACKWARD for vertical "
                             "dependencies, or compute the field in an earlier computation")
+
+
+def _reads_before_writes(stmt: d.Stmt, visible: set[str]) -> list[d.Access]:
+    """Reads in ``stmt`` of names that no earlier statement (``visible``) nor an earlier
+    statement inside ``stmt`` writes: ``if c: t = a; b = t`` reads ``t`` after writing it."""
+    match stmt:
+        case d.If(cond=cond, body=body, orelse=orelse):
+            found = [n for n in walk(cond) if isinstance(n, d.Access) and n.field not in visible]
+            for branch in (body, orelse):
+                seen = set(visible)
+                for s in branch:
+                    found += _reads_before_writes(s, seen)
+                    seen |= writes(s)
+            return found
+        case d.While():  # a later iteration may read what an earlier one wrote
+            return [a for a in reads(stmt) if a.field not in visible | writes(stmt)]
+    return [a for a in reads(stmt) if a.field not in visible]
 
 
 def compute_extents(defn: c.ComputationDef) -> dict[int, c.Extent]:

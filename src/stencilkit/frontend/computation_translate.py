@@ -63,7 +63,7 @@ class Context:
 def is_helper(obj: object) -> bool:
     """``@sk.function`` / ``gtscript.function`` helpers, GT4Py's marked functions too."""
     return isinstance(obj, GTFunction) or (isinstance(obj, FunctionType)
-                                           and hasattr(obj, "__gtscript__"))
+                                           and hasattr(obj, "_gtscript_"))
 
 
 def _helper_function(obj: object) -> FunctionType:
