@@ -12,6 +12,8 @@ from stencilkit import gtscript
 
 pytest.importorskip("gt4py.cartesian.gtscript", reason="gt4py is not installed")
 
+from gt4py.cartesian import gtscript as gt  # noqa: E402
+
 from .gtscript_harness import compare, load  # noqa: E402
 
 rng = np.random.default_rng(8)
@@ -149,6 +151,17 @@ def definition(a: Field[float], b: Field[float]):
     with computation(PARALLEL), interval(...):
         b = 2.0 * a
 '''
+
+
+def test_definition_written_with_gt4py_imports_runs_on_ours(backend):
+    st = gtscript.stencil(backend=backend, definition=load(MATH, "gt4py.cartesian")["definition"])
+    args = fields("a", "o1", "o2", "o3", "o4", "o5", "o6")
+    args["h"] = rng.integers(-8, 8, SHAPE) / 2.0
+    ref = {k: v.copy() for k, v in args.items()}
+    gtscript.stencil(backend=backend, definition=load(MATH, "stencilkit")["definition"])(**ref)
+    st(**args)
+    for k in args:
+        np.testing.assert_array_equal(args[k], ref[k])
 
 
 def test_gt4py_field_and_policy_objects_are_accepted(backend):
@@ -395,9 +408,13 @@ LIMITER = '''
 from __GT__ import gtscript
 
 @gtscript.function
+def product(x, y):
+    return x * y
+
+@gtscript.function
 def limiter(x, y):
     from __externals__ import CAP
-    m = x * y
+    m = product(x, y)  # a helper of this module, unknown to the stencil's module
     if m > CAP:
         m = CAP
     return m
@@ -405,8 +422,6 @@ def limiter(x, y):
 
 
 def test_helpers_as_physics_code_writes_them(backend):
-    from gt4py.cartesian import gtscript as gt
-
     from .gtscript_harness import stencils
 
     args = fields("a", "b", "c", "o1", "o2", "o3", "o4", "o5", "o6")
@@ -421,7 +436,6 @@ def test_helpers_as_physics_code_writes_them(backend):
     ours(**args, origin=(1, 1, 0), domain=(5, 4, 5))
     for k in args:
         np.testing.assert_allclose(args[k], ref_args[k], rtol=1e-12, atol=1e-14, err_msg=k)
-    assert gt is not None
 
 
 def test_nested_helper_argument_resolves_in_the_helpers_scope(backend):
@@ -528,3 +542,130 @@ def test_helper_returning_in_branches(backend):
     r = 2.0 * b
     expected = np.where(a > 0.5, b, np.where(a > 0.3, np.where(r > 1.0, r - 1.0, r + 10.0), -b))
     np.testing.assert_allclose(out, expected, rtol=1e-15)
+
+
+# ------------------------------------------------------------------ 7. messages
+
+
+def _error(definition, cls=sk.StencilSyntaxError, **options) -> str:
+    with pytest.raises(cls) as err:
+        gtscript.stencil(backend="numpy", definition=definition, **options)
+    text = str(err.value)
+    assert __file__.rsplit("/", 1)[-1] in text  # names the source file (and line)
+    assert len(text) < 600  # never a list of every supported name
+    return text
+
+
+def test_stencil_parameter_used_inside_a_helper_is_named_as_such():
+    @gtscript.function
+    def tendency(x):
+        return x * dt  # noqa: F821
+
+    def st(a: gtscript.Field[float], *, dt: float):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = tendency(a)
+
+    text = _error(st)
+    assert "'dt' is a parameter of stencil 'st', which helper 'tendency' cannot see" in text
+    assert "tendency(..., dt)" in text
+
+
+def test_horizontal_regions_are_named_when_unsupported():
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            with horizontal(region[I[0], :]):  # noqa: F821
+                a = 0.0
+
+    assert "horizontal regions" in _error(st)
+
+
+def test_helper_that_does_not_always_return():
+    @gtscript.function
+    def partial(x):
+        if x > 0.0:
+            return x
+
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = partial(a)
+
+    assert "does not return a value on every path" in _error(st)
+
+
+def test_plain_function_call_says_to_mark_it():
+    def plain(x):
+        return x
+
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = plain(a)
+
+    assert "mark it with @gtscript.function" in _error(st)
+
+
+def test_unsupported_call_and_expression_hints_are_short():
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = np.linalg.norm(a)
+
+    assert "np.linalg.norm" in _error(st)
+
+    def st2(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = [a, a]
+
+    assert "`List` expressions are not supported" in _error(st2)
+
+
+def test_recursive_helper_is_an_error_not_a_hang():
+    @gtscript.function
+    def forever(x):
+        return forever(x) + 1.0
+
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = forever(a)
+
+    assert "recursive" in _error(st)
+
+
+def test_helper_argument_errors():
+    @gtscript.function
+    def two(x, y):
+        return x + y
+
+    def missing(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = two(a)
+
+    def unknown(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = two(a, z=a)
+
+    def not_unpacked(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = pair(a)
+
+    @gtscript.function
+    def pair(x):
+        return x, x
+
+    assert "missing argument 'y'" in _error(missing)
+    assert "has no parameter 'z'" in _error(unknown)
+    assert "must be unpacked" in _error(not_unpacked)
+
+
+def test_undefined_name_in_a_definition():
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = a + undefined_thing  # noqa: F821
+
+    assert "name 'undefined_thing' is not defined" in _error(st)
+
+
+def test_data_dimensions_of_gt4py_fields_are_named():
+    def st(a: gt.Field[(np.float64, (3,))]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = 1.0
+
+    assert "data dimensions" in _error(st, cls=sk.StencilError)

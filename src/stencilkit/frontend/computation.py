@@ -75,8 +75,7 @@ def _field_type(t: object) -> FieldType | None:
         return t
     if type(t).__name__ == "_FieldDescriptor" and hasattr(t, "axes"):
         if getattr(t, "data_dims", ()):
-            raise StencilTypeError("fields with data dimensions are not supported here",
-                                   hint="use a Field without data dimensions")
+            raise StencilTypeError("fields with data dimensions are not supported yet")
         axes = tuple(Axis(getattr(a, "name", str(a))) for a in t.axes)  # type: ignore[attr-defined]
         return FieldType(axes, t.dtype)  # type: ignore[attr-defined]
     return None
@@ -101,6 +100,7 @@ def _parameters(func: FunctionType, tree: ast.FunctionDef, src: SourceFunction,
                                      loc=src.loc(tree), hint="annotate with Field[...] or a "
                                                              "scalar type such as float")
         t = _annotation(func, p, raw[p], dtype_map, name, src.loc(tree))
+        ft = None
         try:
             ft = _field_type(t)
             if ft is not None:
@@ -111,7 +111,7 @@ def _parameters(func: FunctionType, tree: ast.FunctionDef, src: SourceFunction,
         except StencilTypeError as exc:
             symbolic = isinstance(t, str) or (ft is not None and isinstance(ft.dtype, str))
             hint = ("give it through dtypes={...}" if symbolic
-                    else "annotate with Field[...] or a scalar type such as float")
+                    else exc.hint or "annotate with Field[...] or a scalar type such as float")
             raise StencilSyntaxError(f"parameter '{p}': {exc.bare_message}", stencil=name,
                                      loc=src.loc(tree), hint=hint) from None
     return params, fields, scalars

@@ -20,7 +20,7 @@ from types import FunctionType
 
 from .. import dtypes
 from ..errors import StencilSyntaxError
-from ..gtscript import GTFunction, round_away_from_zero
+from ..gtscript import DSL_NAMES, GTFunction, round_away_from_zero, vocabulary
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import rewrite, walk
@@ -103,7 +103,7 @@ class ComputationTranslator(Translator):
             return True, ext[name]
         found, value = self.src.lookup(name)
         if found:
-            return True, value
+            return True, _ours(value)
         if name in ext:
             return True, ext[name]
         return False, None
@@ -565,6 +565,15 @@ class ComputationTranslator(Translator):
             else:
                 raise self.error(call, f"helper '{name}' is missing argument '{p}'")
         return bound
+
+
+def _ours(value: object) -> object:
+    """GT4Py's own gtscript functions (``sqrt``, ``computation``, ...) as ours, by name, so
+    that definitions mixing imports work."""
+    name = getattr(value, "__name__", None)
+    if name in DSL_NAMES and getattr(value, "__module__", "").startswith("gt4py."):
+        return vocabulary()[name]  # type: ignore[index]
+    return value
 
 
 def _full_offsets(off: tuple[int, ...], axes: str, name: str, tr: Translator,
