@@ -669,3 +669,68 @@ def test_data_dimensions_of_gt4py_fields_are_named():
             a = 1.0
 
     assert "data dimensions" in _error(st, cls=sk.StencilError)
+
+
+def test_temporary_written_then_read_inside_one_if(backend):
+    """Regression: the undefined-read rule rejected `if c: t = ...; b = t` (the read of `t`
+    was checked before the writes of the same `if` statement)."""
+
+    def st(a: gtscript.Field[float], b: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            if a > 0.5:
+                t = 2.0 * a
+                b = t + 1.0
+            else:
+                b = a
+
+    compare_direct = gtscript.stencil(backend=backend, definition=st)
+    a = rng.random(SHAPE)
+    b = np.zeros_like(a)
+    compare_direct(a, b)
+    np.testing.assert_allclose(b, np.where(a > 0.5, 2.0 * a + 1.0, a), rtol=1e-15)
+
+
+def test_read_before_write_inside_an_if_is_still_rejected():
+    def st(a: gtscript.Field[float], b: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            if a > 0.5:
+                b = t  # noqa: F821
+                t = 2.0 * a
+
+    with pytest.raises(sk.AccessRuleError, match="temporary 't' is read before"):
+        gtscript.stencil(backend="numpy", definition=st)
+
+
+TOP_LEVEL_IF = '''
+from __GT__ import gtscript
+from __GT__.gtscript import Field, computation, interval, PARALLEL, __INLINED
+
+def definition(a: Field[float], b: Field["dtype"], *, alpha: "dtype" = 0.5):
+    from __externals__ import FLAG
+    if __INLINED(FLAG):
+        with computation(PARALLEL), interval(...):
+            b = alpha * a
+    else:
+        with computation(PARALLEL), interval(...):
+            b = a - alpha
+'''
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_compile_time_choice_between_computations_and_symbolic_scalar(backend, flag):
+    compare(TOP_LEVEL_IF, backend, fields("a", "b"), origin=ORIGIN, domain=DOMAIN,
+            externals={"FLAG": flag}, dtypes={"dtype": np.float64})
+
+
+def test_helper_call_in_a_while_condition_is_named():
+    @gtscript.function
+    def big(x):
+        y = x * x
+        return y > 1.0
+
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            while big(a):
+                a = a / 2.0
+
+    assert "helper call in a `while` condition" in _error(st)

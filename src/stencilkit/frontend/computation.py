@@ -35,7 +35,8 @@ def is_computation(func: object) -> bool:
     tree = src.tree
     if not isinstance(tree, ast.FunctionDef):
         return False
-    has_with = any(isinstance(s, ast.With) for s in tree.body)
+    # `with computation(...)` blocks, possibly under a compile-time `if` on externals
+    has_with = any(isinstance(s, ast.With) for n in tree.body for s in ast.walk(n))
     has_return = any(isinstance(n, ast.Return) for n in ast.walk(tree))
     return has_with and not has_return
 
