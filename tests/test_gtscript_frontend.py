@@ -734,3 +734,15 @@ def test_helper_call_in_a_while_condition_is_named():
                 a = a / 2.0
 
     assert "helper call in a `while` condition" in _error(st)
+
+
+def test_min_and_max_of_more_than_two_values(backend):
+    def st(a: gtscript.Field[float], b: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            b = min(a, 0.5, 2.0 * a) + max(a, 0.2, 0.3)
+
+    a = rng.random(SHAPE)
+    b = np.zeros_like(a)
+    gtscript.stencil(backend=backend, definition=st)(a, b)
+    expected = np.minimum(np.minimum(a, 0.5), 2.0 * a) + np.maximum(np.maximum(a, 0.2), 0.3)
+    np.testing.assert_allclose(b, expected, rtol=1e-15)

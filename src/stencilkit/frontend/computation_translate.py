@@ -18,12 +18,15 @@ import itertools
 from dataclasses import dataclass, field
 from types import FunctionType
 
+import numpy as np
+
 from .. import dtypes
 from ..errors import StencilSyntaxError
 from ..gtscript import DSL_NAMES, GTFunction, round_away_from_zero, vocabulary
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import rewrite, walk
+from . import functions
 from .source import SourceFunction
 from .static import (
     NotStatic,
@@ -425,6 +428,13 @@ class ComputationTranslator(Translator):
                 raise self.error(e, "a helper returning several values must be unpacked",
                                  "write `a, b = helper(...)`")
             return result
+        if func in (np.minimum, np.maximum) and len(e.args) > 2 and not e.keywords:
+            # min(a, b, c) as Python allows (gtscript's min is binary): folded left to right
+            acc = self.expr(e.args[0])
+            for a in e.args[1:]:
+                acc = d.Call(functions.canonical_name(func), (acc, self.expr(a)),
+                             loc=self.src.loc(e))
+            return acc
         if func is round_away_from_zero:
             # GT4Py's definition, copysign(floor(|x| + 0.5), x), in the calls we have
             if len(e.args) != 1 or e.keywords:
