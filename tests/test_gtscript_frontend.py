@@ -746,3 +746,19 @@ def test_min_and_max_of_more_than_two_values(backend):
     gtscript.stencil(backend=backend, definition=st)(a, b)
     expected = np.minimum(np.minimum(a, 0.5), 2.0 * a) + np.maximum(np.maximum(a, 0.2), 0.3)
     np.testing.assert_allclose(b, expected, rtol=1e-15)
+
+
+@gtscript.function
+def _east_minus_centre(x):
+    t = x[1, 0, 0] - x
+    return t
+
+
+def test_generated_code_names_the_helpers_own_lines():
+    def st(a: gtscript.Field[float], b: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            b = _east_minus_centre(a)
+
+    code = gtscript.stencil(backend="c", definition=st).generate()
+    line = _east_minus_centre.func.__code__.co_firstlineno + 2
+    assert f"test_gtscript_frontend.py:{line}  t = x[1, 0, 0] - x" in code
