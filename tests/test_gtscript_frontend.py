@@ -762,3 +762,28 @@ def test_generated_code_names_the_helpers_own_lines():
     code = gtscript.stencil(backend="c", definition=st).generate()
     line = _east_minus_centre.func.__code__.co_firstlineno + 2
     assert f"test_gtscript_frontend.py:{line}  t = x[1, 0, 0] - x" in code
+
+
+def test_helper_return_shape_errors():
+    @gtscript.function
+    def uneven(x):
+        if x > 0.0:
+            return x, x
+        return x
+
+    @gtscript.function
+    def in_loop(x):
+        while x > 1.0:
+            return x
+        return x
+
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = uneven(a)
+
+    def st2(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = in_loop(a)
+
+    assert "returns different numbers of values" in _error(st)
+    assert "cannot return from inside a loop" in _error(st2)

@@ -30,9 +30,9 @@ from . import functions
 from .source import SourceFunction
 from .static import (
     NotStatic,
-    always_returns,
     has_nested_return,
     is_inlined_call,
+    return_shape,
     single_exit,
     static_value,
 )
@@ -488,21 +488,7 @@ class ComputationTranslator(Translator):
                 if isinstance(n, ast.ImportFrom):
                     inner.import_externals(n)
         body = single_exit(inner.static_body(body))
-        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if isinstance(n, (ast.While, ast.For)) and any(
-                    isinstance(r, ast.Return) for r in ast.walk(n)):
-                raise inner.error(n, "a helper cannot return from inside a loop",
-                                  "assign the result to a local and return it after the loop")
-        if not always_returns(body):
-            raise inner.error(tree, f"helper '{func.__name__}' does not return a value on "
-                                    "every path", "end every branch with a return")
-        arity = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else 1
-                 for r in ast.walk(ast.Module(body=body, type_ignores=[]))
-                 if isinstance(r, ast.Return) and r.value is not None}
-        if len(arity) > 1:
-            raise inner.error(tree, f"helper '{func.__name__}' returns different numbers of "
-                                    "values on different paths")
-        n_results = arity.pop() if arity else 1
+        n_results, returns_tuple = return_shape(body, tree, func.__name__, inner.error)
         ret = body[-1]
         if not has_nested_return(body) and isinstance(ret, ast.Return) and ret.value is not None:
             stmts = list(inner.stmts(body[:-1]))
@@ -518,8 +504,6 @@ class ComputationTranslator(Translator):
         self.pending += [*init, *inner.stmts(body)]
         results = tuple(d.Access(t, self._offsets(t, _ZERO, call), loc=self.src.loc(call))
                         for t in inner.return_targets)
-        returns_tuple = any(isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
-                            for r in ast.walk(ast.Module(body=body, type_ignores=[])))
         return results if returns_tuple else results[0]
 
     def static_body(self, body: list[ast.stmt]) -> list[ast.stmt]:

@@ -122,3 +122,25 @@ def single_exit(body: list[ast.stmt]) -> list[ast.stmt]:
             return out
         out.append(s)
     return out
+
+
+def return_shape(body: list[ast.stmt], tree: ast.AST, name: str,
+                 error: Callable[..., Exception]) -> tuple[int, bool]:
+    """(number of values, returned as a tuple) of a single-exit helper body whose every path
+    returns the same number of values; ``error(node, message, hint)`` builds the exception."""
+    module = ast.Module(body=body, type_ignores=[])
+    for n in ast.walk(module):
+        if isinstance(n, (ast.While, ast.For)) and any(isinstance(r, ast.Return)
+                                                      for r in ast.walk(n)):
+            raise error(n, "a helper cannot return from inside a loop",
+                        "assign the result to a local and return it after the loop")
+    if not always_returns(body):
+        raise error(tree, f"helper '{name}' does not return a value on every path",
+                    "end every branch with a return")
+    values = [r.value for r in ast.walk(module) if isinstance(r, ast.Return)
+              and r.value is not None]
+    arity = {len(v.elts) if isinstance(v, ast.Tuple) else 1 for v in values}
+    if len(arity) > 1:
+        raise error(tree, f"helper '{name}' returns different numbers of values on different "
+                          "paths", "return the same number of values everywhere")
+    return (arity.pop() if arity else 1), any(isinstance(v, ast.Tuple) for v in values)
