@@ -787,3 +787,15 @@ def test_helper_return_shape_errors():
 
     assert "returns different numbers of values" in _error(st)
     assert "cannot return from inside a loop" in _error(st2)
+
+
+def test_helper_default_that_is_not_a_number():
+    @gtscript.function
+    def maybe(x, y=None):
+        return x
+
+    def st(a: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            a = maybe(a)
+
+    assert "parameter 'y' of helper 'maybe' defaults to None" in _error(st)

@@ -555,6 +555,10 @@ class ComputationTranslator(Translator):
             if p in given:
                 bound[p] = self.expr(given[p])
             elif p in defaults:
+                if not isinstance(defaults[p], (bool, int, float, complex, np.generic)):
+                    raise self.error(call, f"parameter '{p}' of helper '{name}' defaults to "
+                                           f"{defaults[p]!r}, which is not a number",
+                                     f"pass '{p}' in this call")
                 bound[p] = self.constant_value(defaults[p], call)
             else:
                 raise self.error(call, f"helper '{name}' is missing argument '{p}'")
