@@ -789,13 +789,33 @@ def test_helper_return_shape_errors():
     assert "cannot return from inside a loop" in _error(st2)
 
 
-def test_helper_default_that_is_not_a_number():
+def test_helper_defaults_are_compile_time_values(backend):
+    @gtscript.function
+    def maybe(x, y=None, scale=2.0):
+        if __INLINED(y is None):  # noqa: F821
+            r = scale * x
+        else:
+            r = x + y
+        return r
+
+    def st(a: gtscript.Field[float], b: gtscript.Field[float], c: gtscript.Field[float]):
+        with computation(PARALLEL), interval(...):  # noqa: F821
+            b = maybe(a)
+            c = maybe(a, y=b, scale=0.0)
+
+    a, b, c = rng.random(SHAPE), np.zeros(SHAPE), np.zeros(SHAPE)
+    gtscript.stencil(backend=backend, definition=st)(a, b, c)
+    np.testing.assert_allclose(b, 2.0 * a, rtol=1e-15)
+    np.testing.assert_allclose(c, 3.0 * a, rtol=1e-15)
+
+
+def test_helper_default_none_that_is_used():
     @gtscript.function
     def maybe(x, y=None):
-        return x
+        return x + y
 
     def st(a: gtscript.Field[float]):
         with computation(PARALLEL), interval(...):  # noqa: F821
             a = maybe(a)
 
-    assert "parameter 'y' of helper 'maybe' defaults to None" in _error(st)
+    assert "'y' is None and has no value" in _error(st)

@@ -30,6 +30,7 @@ from . import functions
 from .source import SourceFunction
 from .static import (
     NotStatic,
+    RunTime,
     has_nested_return,
     is_inlined_call,
     return_shape,
@@ -91,6 +92,7 @@ class ComputationTranslator(Translator):
         self.pending: list[d.Stmt] = []
         self.return_targets: tuple[str, ...] = ()
         self.declared_externals: set[str] = set()
+        self.constants: dict[str, object] = {}  # a helper's parameters left to their defaults
 
     # ------------------------------------------------------------ names
 
@@ -101,6 +103,8 @@ class ComputationTranslator(Translator):
     def lookup(self, name: str) -> tuple[bool, object]:
         """(found, value) of a compile-time name: externals, then the scope's globals (for a
         helper: externals it imports, its globals, then the other externals)."""
+        if name in self.constants:
+            return True, self.constants[name]
         ext = self.ctx.externals
         if name in ext and (self.helper is None or name in self.declared_externals):
             return True, ext[name]
@@ -113,7 +117,7 @@ class ComputationTranslator(Translator):
 
     def static_lookup(self, name: str) -> object:
         if self._is_runtime(name):
-            raise NotStatic
+            return RunTime()
         found, value = self.lookup(name)
         if not found:
             raise NotStatic
@@ -474,7 +478,7 @@ class ComputationTranslator(Translator):
         hsrc = dsl_source(func, self.ctx.name)
         tree = hsrc.tree
         assert isinstance(tree, ast.FunctionDef)
-        bound = self._bind_arguments(func, tree, call)
+        bound, constants = self._bind_arguments(func, tree, call)
         body = [s for s in tree.body if not (isinstance(s, ast.Expr)
                                              and isinstance(s.value, ast.Constant))]
         locals_ = assigned_names(body)
@@ -483,6 +487,7 @@ class ComputationTranslator(Translator):
         init = [d.Assign(aliases[p], bound.pop(p), loc=loc) for p in list(bound) if p in aliases]
         inner = ComputationTranslator(hsrc, self.ctx, aliases=aliases, bound=bound,
                                       helper=func.__name__, depth=self.depth + 1)
+        inner.constants = constants
         for s in body:  # `from __externals__ import` anywhere in the helper
             for n in ast.walk(s):
                 if isinstance(n, ast.ImportFrom):
@@ -523,8 +528,9 @@ class ComputationTranslator(Translator):
         return out
 
     def _bind_arguments(self, func: FunctionType, tree: ast.FunctionDef,
-                        call: ast.Call) -> dict[str, d.Expr]:
-        """Each helper parameter's argument, translated in the CALLER's scope."""
+                        call: ast.Call) -> tuple[dict[str, d.Expr], dict[str, object]]:
+        """Each helper parameter's argument, translated in the CALLER's scope; parameters left
+        to their defaults are compile-time constants of the helper."""
         name = func.__name__
         a = tree.args
         if a.vararg or a.kwarg or a.posonlyargs:
@@ -551,18 +557,16 @@ class ComputationTranslator(Translator):
                             func.__defaults__ or ()))
         defaults.update(func.__kwdefaults__ or {})
         bound: dict[str, d.Expr] = {}
+        constants: dict[str, object] = {}
         for p in params:
             if p in given:
                 bound[p] = self.expr(given[p])
             elif p in defaults:
-                if not isinstance(defaults[p], (bool, int, float, complex, np.generic)):
-                    raise self.error(call, f"parameter '{p}' of helper '{name}' defaults to "
-                                           f"{defaults[p]!r}, which is not a number",
-                                     f"pass '{p}' in this call")
-                bound[p] = self.constant_value(defaults[p], call)
+                # a compile-time value in the helper (`y=None` may be tested with __INLINED)
+                constants[p] = defaults[p]
             else:
                 raise self.error(call, f"helper '{name}' is missing argument '{p}'")
-        return bound
+        return bound, constants
 
 
 def _ours(value: object) -> object:

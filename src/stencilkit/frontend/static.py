@@ -34,6 +34,26 @@ class NotStatic(Exception):
 Lookup = Callable[[str], object]
 
 
+class RunTime:
+    """A name with a run-time value (a field, a helper's argument): nothing is known about
+    it at compile time except that it is not None, so ``x is None`` folds to False and any
+    other use raises ``NotStatic``."""
+
+    def __unknown(self, *args: object) -> object:
+        raise NotStatic
+
+    def __getattr__(self, name: str) -> object:
+        raise NotStatic
+
+
+for _dunder in ("bool", "eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub",
+                "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod",
+                "pow", "rpow", "neg", "pos", "invert", "and", "rand", "or", "ror", "xor",
+                "rxor", "lshift", "rlshift", "rshift", "rrshift", "abs", "hash", "index",
+                "contains", "iter", "len", "float", "int"):
+    setattr(RunTime, f"__{_dunder}__", RunTime._RunTime__unknown)  # type: ignore[attr-defined]
+
+
 def is_inlined_call(node: ast.expr) -> bool:
     """``__INLINED(...)`` (ours, or GT4Py's, recognised by name)."""
     if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
