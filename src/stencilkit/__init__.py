@@ -5,7 +5,7 @@ The names of the public contract (API.md), re-exported; no logic lives here.
 
 __version__ = "0.1.0"
 
-from . import backends  # noqa: E402
+from . import backends, gtscript  # noqa: E402
 from .build import cache  # noqa: E402
 from .config import configure  # noqa: E402
 from .errors import (  # noqa: E402
@@ -18,29 +18,44 @@ from .errors import (  # noqa: E402
 )
 from .export import export  # noqa: E402
 from .gtscript import (  # noqa: E402
+    __INLINED,
     BACKWARD,
     FORWARD,
     IJ,
     IJK,
+    IK,
+    JK,
     PARALLEL,
     Field,
     I,
     J,
     K,
     abs,
+    acos,
+    acosh,
     arccos,
     arccosh,
     arcsin,
     arcsinh,
     arctan,
     arctanh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    cbrt,
     ceil,
+    compile_assert,
     computation,
     cos,
     cosh,
+    erf,
+    erfc,
     exp,
     floor,
     function,
+    gamma,
+    horizontal,
     interval,
     isfinite,
     isinf,
@@ -50,6 +65,10 @@ from .gtscript import (  # noqa: E402
     max,
     min,
     mod,
+    pow,
+    region,
+    round,
+    round_away_from_zero,
     sin,
     sinh,
     sqrt,
@@ -80,10 +99,13 @@ from .storage import as_storage, empty, full, ones, zeros  # noqa: E402
 __all__ = [
     "AccessRuleError", "ArgumentError", "BackendError", "PointStencil", "StencilError",
     "StencilSyntaxError", "StencilTypeError", "backends", "cache", "configure", "stencil",
-    "BACKWARD", "FORWARD", "PARALLEL", "Field", "I", "IJ", "IJK", "J", "K", "computation",
-    "function", "interval", "abs", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-    "arctanh", "ceil", "cos", "cosh", "exp", "floor", "isfinite", "isinf", "isnan", "log",
-    "log10", "max", "min", "mod", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+    "gtscript", "BACKWARD", "FORWARD", "IJ", "IJK", "IK", "JK", "PARALLEL", "Field", "I", "J",
+    "K", "__INLINED", "abs", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctanh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "compile_assert",
+    "computation", "cos", "cosh", "erf", "erfc", "exp", "floor", "function", "gamma",
+    "horizontal", "interval", "isfinite", "isinf", "isnan", "log", "log10", "max", "min",
+    "mod", "pow", "region", "round", "round_away_from_zero", "sin", "sinh", "sqrt", "tan",
+    "tanh", "trunc",
     "INC", "MAX", "MIN", "READ", "RW", "WRITE", "Dat", "Global", "Kernel", "Map", "Mat", "Set",
     "Sparsity", "kernel", "ParLoop", "flush", "par_loop", "export",
     "as_storage", "empty", "full", "ones", "zeros",

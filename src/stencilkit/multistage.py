@@ -19,7 +19,7 @@ from .analysis import schedule as sch
 from .build.extension import exec_generated
 from .codegen import numpy_computation
 from .errors import ArgumentError
-from .frontend.computation import parse_computation
+from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .passes.inline_temporaries import inline_temporaries
 from .passes.pipeline import dump
@@ -48,12 +48,15 @@ class ComputationStencil:
     """A multi-stage computation over an I, J, K iteration space (API.md section 2)."""
 
     def __init__(self, func: FunctionType, *, backend: str | None = None,
-                 externals: dict[str, object] | None = None) -> None:
+                 externals: dict[str, object] | None = None,
+                 dtypes: dict[str, object] | None = None) -> None:
         self.func = func
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self.backend = backend
-        parsed, self.source = parse_computation(func, externals)
+        parsed, self.source = parse_computation(func, externals, dtypes)
+        self._positional = parsed.params[:func.__code__.co_argcount]
+        self._defaults = parameter_defaults(func)
         dump("ir", self.__name__, c.format_computation(parsed))
         typed = sch.type_computation(parsed)
         sch.check_access_rules(typed)
@@ -125,12 +128,16 @@ class ComputationStencil:
             exec_info["backend"] = chosen
 
     def _bind(self, args: tuple, kwargs: dict) -> dict[str, object]:
+        """Arguments by position (up to the keyword-only ones) or name; defaults fill the rest."""
         params = self.definition.params
-        if len(args) > len(params):
-            raise ArgumentError(f"takes {len(params)} arguments, {len(args)} given",
-                                stencil=self.__name__, loc=self.definition.loc,
-                                hint=f"the parameters are {', '.join(params)}")
-        values = dict(zip(params, args))
+        positional = self._positional
+        if len(args) > len(positional):
+            kw_only = params[len(positional):]
+            raise ArgumentError(f"takes {len(positional)} positional arguments, {len(args)} "
+                                "given", stencil=self.__name__, loc=self.definition.loc,
+                                hint=f"the parameters are {', '.join(params)}" + (
+                                    f"; pass {', '.join(kw_only)} by name" if kw_only else ""))
+        values = dict(zip(positional, args))
         for k, v in kwargs.items():
             if k not in params:
                 raise ArgumentError(f"unexpected argument '{k}'", stencil=self.__name__,
@@ -139,10 +146,18 @@ class ComputationStencil:
             if k in values:
                 raise ArgumentError(f"argument '{k}' given twice", stencil=self.__name__)
             values[k] = v
+        for p in params:
+            if p not in values and p in self._defaults:
+                values[p] = self._defaults[p]
         missing = [p for p in params if p not in values]
         if missing:
             raise ArgumentError(f"missing argument(s) {missing}", stencil=self.__name__,
                                 loc=self.definition.loc)
+        for f in self.definition.fields:
+            if values[f.name] is None:
+                raise ArgumentError(f"field '{f.name}' is None but the stencil uses it",
+                                    stencil=self.__name__, loc=self.definition.loc,
+                                    hint=f"pass an array for '{f.name}'")
         for s in self.definition.scalars:
             v = values[s.name]
             if isinstance(v, np.ndarray) or not isinstance(v, (bool, int, float, complex,

@@ -29,7 +29,7 @@ from .passes.lower_point import Layout
 from .runtime.launch import NumpyPointCall, PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
-_COMPUTATION_OPTIONS = {"backend", "externals"}
+_COMPUTATION_OPTIONS = {"backend", "externals", "dtypes"}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
 
@@ -279,7 +279,7 @@ def stencil(func_or_mode: object = "constant", **options: object):
             wrong = sorted(set(options) - _COMPUTATION_OPTIONS)
             if wrong:
                 raise StencilError(f"option(s) {wrong} do not apply to computations",
-                                   stencil=f.__name__, hint="use backend= and externals=")
+                                   stencil=f.__name__, hint="use backend=, externals= and dtypes=")
             comp = ComputationStencil(f, **options)  # type: ignore[arg-type]
             functools.update_wrapper(comp, f, updated=())
             return comp

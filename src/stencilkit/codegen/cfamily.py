@@ -150,7 +150,7 @@ class CFamilyPrinter:
 
     @staticmethod
     def _libm(func: str, t: np.dtype) -> str:
-        name = {"asin": "asin", "log1p": "log1p"}.get(func, func)
+        name = {"gamma": "tgamma"}.get(func, func)  # C's gamma() is lgamma on glibc
         if t == dtypes.FLOAT32:
             return name + "f"
         if t == dtypes.COMPLEX64:

@@ -26,7 +26,8 @@ _UFUNC = {
     "math.isnan": "np.isnan", "math.isinf": "np.isinf", "math.isfinite": "np.isfinite",
     "math.pow": "np.power", "math.atan2": "np.arctan2", "math.hypot": "np.hypot",
     "math.copysign": "np.copysign", "math.fmod": "np.fmod", "abs": "np.abs",
-    "math.erf": "_rt.erf", "math.erfc": "_rt.erfc", "min": "_rt.py_min", "max": "_rt.py_max",
+    "math.erf": "_rt.erf", "math.erfc": "_rt.erfc", "math.gamma": "_rt.gamma",
+    "min": "_rt.py_min", "max": "_rt.py_max",
     "np.sign": "_rt.sign", "np.power": "_rt.power", "np.floor_divide": "np.floor_divide",
 }
 

@@ -15,7 +15,7 @@ from .. import dtypes
 
 MATH_UNARY = ("sqrt", "exp", "log", "log10", "log2", "log1p", "expm1", "sin", "cos", "tan",
               "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-              "fabs", "erf", "erfc", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite")
+              "fabs", "erf", "erfc", "gamma", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite")
 MATH_BINARY = ("pow", "atan2", "hypot", "copysign", "fmod")
 NP_UNARY = ("sqrt", "exp", "exp2", "log", "log10", "log2", "log1p", "expm1", "sin", "cos",
             "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",

@@ -182,7 +182,7 @@ class Translator:
                 return self.subscript(name, tuple(self.expr(p) for p in parts), e)
         raise self.error(e, f"`{type(e).__name__}` expressions are not supported in kernels",
                          "use arithmetic, comparisons, conditional expressions, indexing of "
-                         f"arguments and the functions {functions.supported_names()}")
+                         "arguments and calls of math/NumPy functions")
 
     def name(self, name: str, node: ast.expr) -> d.Expr:
         if name in self.locals:
@@ -251,7 +251,7 @@ class Translator:
 
     def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
         raise self.error(e, f"call of '{ast.unparse(e.func)}' is not supported in kernels",
-                         f"use one of {functions.supported_names()}")
+                         "call math.* or NumPy functions (sqrt, exp, minimum, ...)")
 
 
 def _convert(value: object, t: np.dtype) -> bool | int | float | complex:

@@ -9,6 +9,7 @@ bounds; absolutely indexed arrays wrap negative indices and are bounds-checked.
 
 from __future__ import annotations
 
+import linecache
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -163,7 +164,11 @@ class PointLowering:
     def comment(self, s: d.Stmt) -> str:
         if s.loc is None:
             return ""
-        return f"{self.filename}:{s.loc.line}  {self.line_text(s.loc.line)}"
+        name = s.loc.filename.rsplit("/", 1)[-1]
+        text = self.line_text(s.loc.line) if name == self.filename else ""
+        if not text:  # a statement of a helper inlined from elsewhere: its own file's line
+            text = linecache.getline(s.loc.filename, s.loc.line).strip()
+        return f"{name}:{s.loc.line}  {text}"
 
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
         out: list[k.Stmt] = []

@@ -152,6 +152,24 @@ def erfc(x):
     return _erfc(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
 
 
+def _gamma_scalar(x: float) -> float:
+    """math.gamma with C's tgamma at poles and overflow (inf or nan instead of raising)."""
+    try:
+        return math.gamma(x)
+    except ValueError:  # a pole: 0 (signed infinity) or a negative integer (nan)
+        return math.copysign(math.inf, x) if x == 0 else math.nan
+    except OverflowError:
+        return math.inf
+
+
+_gamma = np.vectorize(_gamma_scalar, otypes=[np.float64])
+
+
+def gamma(x):
+    x = np.asarray(x)
+    return _gamma(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+
+
 def fill_border(out: np.ndarray, lo: tuple[int, ...], hi: tuple[int, ...], cval) -> None:
     """Set every element outside the interior to ``cval``."""
     for dim, (l_, h) in enumerate(zip(lo, hi)):
