@@ -361,23 +361,6 @@ def _check_parallel_k_reads(defn: c.ComputationDef, block: c.VerticalBlock) -> N
                             "dependencies, or compute the field in an earlier computation")
 
 
-def _reads_before_writes(stmt: d.Stmt, visible: set[str]) -> list[d.Access]:
-    """Reads in ``stmt`` of names that no earlier statement (``visible``) nor an earlier
-    statement inside ``stmt`` writes: ``if c: t = a; b = t`` reads ``t`` after writing it."""
-    match stmt:
-        case d.If(cond=cond, body=body, orelse=orelse):
-            found = [n for n in walk(cond) if isinstance(n, d.Access) and n.field not in visible]
-            for branch in (body, orelse):
-                seen = set(visible)
-                for s in branch:
-                    found += _reads_before_writes(s, seen)
-                    seen |= writes(s)
-            return found
-        case d.While():  # a later iteration may read what an earlier one wrote
-            return [a for a in reads(stmt) if a.field not in visible | writes(stmt)]
-    return [a for a in reads(stmt) if a.field not in visible]
-
-
 def compute_extents(defn: c.ComputationDef) -> dict[int, c.Extent]:
     """Extent of each unit (keyed by its position in program order).
 
