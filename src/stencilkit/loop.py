@@ -39,9 +39,22 @@ def _specs(args: tuple[Arg, ...]) -> tuple[cpl.ArgSpec, ...]:
             arity = a.path.arity  # type: ignore[union-attr]
         elif a.kind == "entry":
             arity, entry = a.path.map.arity, a.path.index  # type: ignore[union-attr]
+        index = a.map.values.dtype if a.map is not None else np.dtype(np.int32)
         out.append(cpl.ArgSpec(a.kind, a.mode.value, a.obj.dtype, a.obj.dim, a.local_shape,
-                               arity, entry))
+                               arity, entry, index))
     return tuple(out)
+
+
+def _stores(node: object) -> list[d.Store]:
+    return [n for n in walk(node) if isinstance(n, d.Store)]
+
+
+def _truncates(store: d.Store, explicit: set[int], target: np.dtype) -> bool:
+    """A float value stored into an integer argument by an implicit conversion (one the
+    kernel did not write as int(...), np.int32(...), ...)."""
+    v = store.value
+    return (target.kind in "iub" and isinstance(v, d.Cast) and id(store) not in explicit
+            and v.value.dtype is not None and v.value.dtype.kind in "fc")
 
 
 class ParLoop:
@@ -61,6 +74,7 @@ class ParLoop:
         self.backend = backend or kernel.backend
         self.race = race
         self.specs = _specs(self.args)
+        self._loc = None
         self._typed = self._analyse() if kernel.func is not None else None
 
     # ------------------------------------------------------------ analysis
@@ -71,6 +85,7 @@ class ParLoop:
 
         parsed, self._src = parse_kernel(self.kernel.func)
         name = parsed.name
+        self._loc = parsed.loc
         if len(parsed.params) != len(self.args):
             raise ArgumentError(f"the kernel takes {len(parsed.params)} arguments, the loop "
                                 f"passes {len(self.args)}", stencil=name, loc=parsed.loc,
@@ -85,6 +100,10 @@ class ParLoop:
             (n, t) for n, t in typed.local_types if n != RESULT))
         shapes = dict(zip(typed.params, (a.local_shape for a in self.args)))
         modes = dict(zip(typed.params, (a.mode for a in self.args)))
+        typed_of = dict(zip(typed.params, (a.obj.dtype for a in self.args)))
+        # typing keeps statements in order, so the n-th store is the n-th store as written
+        explicit = {id(t) for t, p in zip(_stores(typed), _stores(parsed))
+                    if isinstance(p.value, d.Cast)}
         for n in walk(typed):
             if isinstance(n, (d.Index, d.Store)):
                 arr = n.array
@@ -92,6 +111,13 @@ class ParLoop:
                     raise StencilTypeError(f"argument '{arr}' is passed READ but the kernel "
                                            "writes it", stencil=name, loc=n.loc,
                                            hint="pass it as WRITE, RW or INC")
+                if isinstance(n, d.Store) and _truncates(n, explicit, typed_of[arr]):
+                    # e.g. `count[0] += 0.5` into an int Dat would silently add 0
+                    raise StencilTypeError(
+                        f"the kernel stores a {n.value.value.dtype} value into '{arr}', whose Dat "
+                        f"holds {typed_of[arr]}: the fraction would be dropped silently",
+                        stencil=name, loc=n.loc,
+                        hint="give the Dat a float dtype, or convert explicitly with int(...)")
                 for x, size in zip(n.index, shapes[arr]):
                     if isinstance(x, d.Const) and not -size <= int(x.value) < size:
                         raise StencilTypeError(
@@ -162,6 +188,7 @@ class ParLoop:
         lazy.flush()
         chosen = backends.resolve(self.backend, self.kernel.name)
         _, fn = self._built(chosen)
+        self._check_objects()
         if chosen == "numpy":
             self._run_numpy(fn)
         else:
@@ -183,27 +210,74 @@ class ParLoop:
 
     def _check(self, status: int) -> None:
         if status:
-            raise ArgumentError("the kernel indexed a local array out of range",
-                                stencil=self.kernel.name,
+            raise ArgumentError("the kernel indexed a local array out of range at run time "
+                                "(nothing outside the data was touched)",
+                                stencil=self.kernel.name, loc=self._loc,
                                 hint="check the indices against the map arity and dim")
 
+    def _check_objects(self) -> None:
+        """Before each run, what the generated code trusts: every array still has the
+        shape, dtype and layout the loop was built for, and is writable where written.
+        O(arguments), whatever the sizes; Map values and Set sizes cannot change (see
+        parloop.Map), so their contents need no check here."""
+        name, n = self.kernel.name, self.iterset.size
+        for i, (a, spec) in enumerate(zip(self.args, self.specs)):
+            obj, m = a.obj, a.map
+            what = f"argument {i + 1} ({type(obj).__name__} {obj.name})"
+            if a.kind == "mat":
+                sp = obj.sparsity  # type: ignore[union-attr]
+                if sp.versions != (sp.rowmap.version, sp.colmap.version):
+                    raise ArgumentError(f"{what}: a map of its Sparsity was given new values "
+                                        "after the Sparsity was built", stencil=name,
+                                        loc=self._loc,
+                                        hint="build a new sk.Sparsity and sk.Mat on the maps")
+                expected: tuple[int, ...] = (sp.nnz,)
+            elif a.kind == "global":
+                expected = (spec.dim,)
+            else:
+                rows = n if m is None else m.to_set.size
+                expected = (rows,) if spec.dim == 1 else (rows, spec.dim)
+            data = obj._data
+            if (not isinstance(data, np.ndarray) or obj.dim != spec.dim
+                    or data.shape != expected or data.dtype != spec.dtype
+                    or not data.flags.c_contiguous):
+                got = (f"shape {data.shape}, dtype {data.dtype}" if isinstance(data, np.ndarray)
+                       else type(data).__name__)
+                raise ArgumentError(f"{what} now holds {got} (dim {obj.dim}); the loop was "
+                                    f"built for shape {expected}, dtype {spec.dtype}",
+                                    stencil=name, loc=self._loc,
+                                    hint="shape, dtype and dim of a Dat are fixed: assign "
+                                         "values with x.data[...] = v, or build a new Dat "
+                                         "and ParLoop")
+            if a.mode is not READ and not data.flags.writeable:
+                raise ArgumentError(f"{what} is read-only (its .data was made read-only) but "
+                                    f"the loop writes it ({a.mode.value})", stencil=name,
+                                    loc=self._loc,
+                                    hint="pass it READ, or make it writeable again: "
+                                         "x.data.flags.writeable = True")
+            if m is not None and (m.values.shape != (n, spec.arity)
+                                  or m.values.dtype != spec.index):
+                raise ArgumentError(f"{what}: map {m.name} no longer has {n} rows of "
+                                    f"{spec.arity} {spec.index} entries", stencil=name,
+                                    loc=self._loc, hint="build a new Map and ParLoop")
+
     def _coloring(self) -> list[np.ndarray]:
-        """Blocks of elements grouped by colour; cached on the map."""
-        targets = []
+        """Blocks of elements grouped by colour; cached on the first written map, keyed by
+        the maps' versions (never reused, unlike id(): a new map cannot inherit a stale
+        colouring)."""
+        written = []
         for a in self.args:
-            if a.kind in ("indirect", "entry") and a.mode in (INC, WRITE, RW, MIN, MAX):
-                vals = a.map.values  # type: ignore[union-attr]
-                cols = vals if a.kind == "indirect" else vals[:, [a.path.index]]  # type: ignore
-                targets.append((a.map.to_set.size, cols))  # type: ignore[union-attr]
+            if a.kind in ("indirect", "entry") and a.mode is not READ:
+                written.append((a.map, a.path.index if a.kind == "entry" else None))  # type: ignore
             elif a.kind == "mat":
-                rm, _ = a.path  # type: ignore[misc]
-                targets.append((rm.to_set.size, rm.values))
-        holder = next(a.map for a in self.args if a.map is not None)._colorings \
-            if any(a.map is not None for a in self.args) else {}
-        key = tuple((size, vals.shape, id(vals)) for size, vals in targets)
+                written.append((a.path[0], None))  # type: ignore[index]
+        holder = written[0][0]._colorings  # type: ignore[union-attr]
+        key = tuple((m.version, entry) for m, entry in written)  # type: ignore[union-attr]
         if key not in holder:
-            holder[key] = block_coloring(self.iterset.size, [t[1] for t in targets],
-                                         [t[0] for t in targets])
+            cols = [m.values if e is None else m.values[:, [e]]  # type: ignore[union-attr]
+                    for m, e in written]
+            holder[key] = block_coloring(self.iterset.size, cols,
+                                         [m.to_set.size for m, _ in written])  # type: ignore
         return holder[key]
 
     def _run_numpy(self, fn) -> None:
@@ -253,7 +327,11 @@ class ParLoop:
                     finish.append(lambda v=data, i=lmap, l_=loc: v.__setitem__(i, l_))
             locals_.append(loc)
         if n:
-            fn(*locals_)
+            try:
+                fn(*locals_)
+            except IndexError:
+                # a run-time index past a local block (NumPy checks it; C clamps, flags 2)
+                self._check(2)
             for f in finish:
                 f()
 
@@ -270,9 +348,17 @@ def scatter_add(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> No
     flat_index = index.reshape(-1)
     vals = values.reshape(flat_index.size, target.shape[1])
     if target.dtype.kind == "f":
+        rows, length = flat_index, target.shape[0]
+        if length > 4 * flat_index.size + 4096:
+            # few entries of a huge target: bincount over the distinct ones only
+            rows, flat_index = np.unique(flat_index, return_inverse=True)
+            flat_index, length = flat_index.reshape(-1), len(rows)
         for col in range(target.shape[1]):
-            target[:, col] += np.bincount(flat_index, weights=vals[:, col],
-                                          minlength=target.shape[0]).astype(target.dtype)
+            sums = np.bincount(flat_index, weights=vals[:, col], minlength=length)
+            if length == target.shape[0]:
+                target[:, col] += sums.astype(target.dtype)
+            else:
+                target[rows, col] += sums.astype(target.dtype)
     else:
         np.add.at(target, flat_index, vals)
 
@@ -287,30 +373,46 @@ def block_coloring(n: int, maps: list[np.ndarray], sizes: list[int],
     """Greedy colouring of contiguous blocks of elements: two blocks of one colour share no
     target entry, so a colour's blocks run in parallel without atomics while each block
     keeps the elements' order (and their locality). Returns, per colour, its blocks as an
-    int64 (count, 2) array of [start, end) pairs."""
+    int64 (count, 2) array of [start, end) pairs. Colours come in palettes of 64 (one bit
+    each per target entry); a block that finds a palette full tries the next, so any
+    number of colours is possible (a target shared by every element gives one per block)."""
     blocks = even_blocks(n, block)
-    used = [np.zeros(size, np.uint64) for size in sizes]
+    targets = []
+    for m, size in zip(maps, sizes):
+        m = np.asarray(m)
+        if size > 8 * m.size + 4096:
+            # a few entries of a huge target set: colour their distinct values only
+            uniq, inverse = np.unique(m, return_inverse=True)
+            m, size = inverse.reshape(m.shape), len(uniq)
+        targets.append((m, size))
+    palettes: list[list[np.ndarray]] = []
     colour_of = np.empty(len(blocks), np.int64)
     for b, (start, end) in enumerate(blocks):
-        rows = [m[start:end].reshape(-1) for m in maps]
-        taken = np.uint64(0)
-        for u, r in zip(used, rows):
-            if r.size:
-                taken |= np.bitwise_or.reduce(u[r])
-        free = ~int(taken) & ((1 << 64) - 1)
-        if free == 0:
-            raise StencilError("more than 64 colours needed", hint="use race='atomic'")
+        rows = [m[start:end].reshape(-1) for m, _ in targets]
+        p = 0
+        while True:
+            if p == len(palettes):
+                palettes.append([np.zeros(size, np.uint64) for _, size in targets])
+            used = palettes[p]
+            taken = 0
+            for u, r in zip(used, rows):
+                if r.size:
+                    taken |= int(np.bitwise_or.reduce(u[r]))
+            free = ~taken & ((1 << 64) - 1)
+            if free:
+                break
+            p += 1
         c = (free & -free).bit_length() - 1
         for u, r in zip(used, rows):
             u[r] |= np.uint64(1 << c)
-        colour_of[b] = c
-    return [np.ascontiguousarray(blocks[colour_of == c]) for c in range(int(colour_of.max()) + 1)
-            ] if len(blocks) else []
+        colour_of[b] = 64 * p + c
+    return [np.ascontiguousarray(blocks[colour_of == c]) for c in np.unique(colour_of)]
 
 
-def par_loop(kernel: Kernel, iterset: Set, *args: Arg, backend: str | None = None) -> ParLoop:
+def par_loop(kernel: Kernel, iterset: Set, *args: Arg, backend: str | None = None,
+             race: str | None = None) -> ParLoop:
     """Generate if needed and run (or queue, with ``sk.configure(lazy=True)``)."""
-    loop = ParLoop(kernel, iterset, *args, backend=backend)
+    loop = ParLoop(kernel, iterset, *args, backend=backend, race=race)
     if current().lazy:
         lazy.enqueue(loop.compute)
     else:
