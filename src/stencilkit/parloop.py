@@ -89,10 +89,10 @@ _versions = itertools.count(1)
 
 
 def _frozen_copy(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A private, immutable C-contiguous copy: its memory belongs to a bytes object, so
-    neither the caller's array nor a later ``flags.writeable = True`` can change it."""
-    data = np.ascontiguousarray(arr, dtype=dtype).tobytes()
-    return np.frombuffer(data, dtype=dtype).reshape(arr.shape)
+    """A private, immutable C-contiguous copy: an array over a read-only memoryview of the
+    copy, so neither the caller's array nor ``flags.writeable = True`` can change it."""
+    owned = np.array(arr, dtype=dtype, order="C", copy=True)
+    return np.frombuffer(memoryview(owned).toreadonly(), dtype=dtype).reshape(arr.shape)
 
 
 class Map:
