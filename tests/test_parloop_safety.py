@@ -540,3 +540,30 @@ def test_lazy_loops_see_objects_as_they_were_when_queued():
         cells.size = 1
     sk.flush()
     np.testing.assert_array_equal(acc.data, [6.0, 0.0, 60.0])
+
+
+@pytest.mark.parametrize("star", [False, True])
+def test_rw_through_a_map_with_shared_targets(backend, star):
+    # NumPy gathered every element's values before any scatter, so elements sharing a node
+    # overwrote each other's update (counted once); C runs each block serially (counted
+    # every time). Both now count every element.
+    n_cells, n_nodes = 3000, 200
+    rng = np.random.default_rng(4)
+    targets = rng.integers(0, n_nodes, (n_cells, 3))
+    if star:
+        targets[:100, 0] = 7          # one node shared by a hundred elements
+    cells, nodes = sk.Set(n_cells), sk.Set(n_nodes)
+    m = sk.Map(cells, nodes, 3, targets)
+    count = sk.Dat(nodes, data=np.full(n_nodes, 0.5))
+
+    @sk.kernel
+    def visit(c):
+        for i in range(3):
+            c[i, 0] = c[i, 0] + 1.0
+
+    sk.par_loop(visit, cells, count(sk.RW, m), backend=backend)
+    expected = np.full(n_nodes, 0.5)
+    for row in targets:                    # gather, update, scatter, element by element
+        local = expected[row] + 1.0
+        expected[row] = local
+    np.testing.assert_array_equal(count.data, expected)

@@ -281,20 +281,52 @@ class ParLoop:
         return holder[key]
 
     def _run_numpy(self, fn) -> None:
+        """One vectorized call over all elements; but RW through a map gathers and
+        scatters, so elements that share a target run in separate rounds: each sees the
+        others' updates, as in C's serial blocks (an increment by RW counts every time)."""
         n = self.iterset.size
+        if not n:
+            return
+        shared_rw = [(a.map, a.path.index if a.kind == "entry" else None)  # type: ignore
+                     for a in self.args if a.kind in ("indirect", "entry") and a.mode is RW]
+        if not shared_rw:
+            self._run_numpy_part(fn, n, None)
+            return
+        holder = shared_rw[0][0]._colorings  # type: ignore[union-attr]
+        key = ("rounds",) + tuple((m.version, e) for m, e in shared_rw)  # type: ignore
+        if key not in holder:
+            holder[key] = element_rounds(n, [m.values if e is None else m.values[:, [e]]
+                                             for m, e in shared_rw])  # type: ignore
+        rounds = holder[key]
+        if len(rounds) == 1:
+            self._run_numpy_part(fn, n, None)
+            return
+        for sel in rounds:
+            self._run_numpy_part(fn, n, sel)
+
+    def _run_numpy_part(self, fn, n: int, sel: np.ndarray | None) -> None:
+        """Run the elements ``sel`` (all when None)."""
+        count = n if sel is None else len(sel)
+        pick = (lambda x: x) if sel is None else (lambda x: x[sel])
         locals_: list[np.ndarray] = []
         finish = []
         for a in self.args:
             data = a.obj._data
-            shape = (n, *a.local_shape)
+            shape = (count, *a.local_shape)
             if a.kind == "direct" and a.mode in (MIN, MAX):
-                loc = data.reshape(shape).copy()
+                rows = data.reshape((n, *a.local_shape))
+                loc = pick(rows).copy()
                 red = np.minimum if a.mode is MIN else np.maximum
-                finish.append(lambda d_=data, l_=loc, r=red: r(d_, l_.reshape(d_.shape), out=d_))
+                finish.append(lambda d_=rows, l_=loc, r=red: d_.__setitem__(
+                    slice(None) if sel is None else sel, r(pick(d_), l_)))
             elif a.kind == "direct":
-                loc = data.reshape(shape)
+                rows = data.reshape((n, *a.local_shape))
+                loc = pick(rows)
+                if sel is not None and a.mode is not READ:
+                    finish.append(lambda d_=rows, l_=loc: d_.__setitem__(sel, l_))
             elif a.kind in ("indirect", "entry"):
-                idx = a.map.values if a.kind == "indirect" else a.map.values[:, a.path.index]  # type: ignore
+                idx = pick(a.map.values if a.kind == "indirect"  # type: ignore[union-attr]
+                           else a.map.values[:, a.path.index])  # type: ignore[union-attr]
                 view = data.reshape(data.shape[0], a.obj.dim)  # type: ignore[union-attr]
                 loc = view[idx].reshape(shape) if a.mode in (READ, RW, MIN, MAX) \
                     else np.zeros(shape, data.dtype)
@@ -320,20 +352,39 @@ class ParLoop:
                         slice(None), r(g, r.reduce(l_, axis=0)) if len(l_) else g))
             else:
                 loc = np.zeros(shape, data.dtype)
-                lmap = a.obj.sparsity.lmap  # type: ignore[union-attr]
+                lmap = pick(a.obj.sparsity.lmap)  # type: ignore[union-attr]
                 if a.mode is INC:
                     finish.append(lambda v=data, i=lmap, l_=loc: np.add.at(v, i, l_))
                 else:
                     finish.append(lambda v=data, i=lmap, l_=loc: v.__setitem__(i, l_))
             locals_.append(loc)
-        if n:
-            try:
-                fn(*locals_)
-            except IndexError:
-                # a run-time index past a local block (NumPy checks it; C clamps, flags 2)
-                self._check(2)
-            for f in finish:
-                f()
+        try:
+            fn(*locals_)
+        except IndexError:
+            # a run-time index past a local block (NumPy checks it; C clamps, flags 2)
+            self._check(2)
+        for f in finish:
+            f()
+
+
+def element_rounds(n: int, maps: list[np.ndarray], max_rounds: int = 64) -> list[np.ndarray]:
+    """Elements in rounds such that no two elements of a round share a target entry (of
+    any of ``maps``, which index one target set each). Each round takes every remaining
+    element that is the first remaining one on all its targets; past ``max_rounds`` (a
+    target shared by very many elements) the rest run one element per round."""
+    offsets = np.cumsum([0] + [int(m.max()) + 1 if m.size else 0 for m in maps])
+    rows = np.concatenate([m.astype(np.int64) + o for m, o in zip(maps, offsets)], axis=1)
+    remaining = np.arange(n)
+    rounds: list[np.ndarray] = []
+    while remaining.size and len(rounds) < max_rounds:
+        r = rows[remaining]
+        first = np.full(offsets[-1], n, np.int64)
+        np.minimum.at(first, r.reshape(-1), np.repeat(remaining, r.shape[1]))
+        wins = (first[r] == remaining[:, None]).all(axis=1)
+        rounds.append(remaining[wins])
+        remaining = remaining[~wins]
+    rounds += [remaining[i:i + 1] for i in range(remaining.size)]
+    return rounds
 
 
 _GENERATED: dict[tuple, tuple[str, object]] = {}
