@@ -369,18 +369,21 @@ class ParLoop:
 
 def element_rounds(n: int, maps: list[np.ndarray], max_rounds: int = 64) -> list[np.ndarray]:
     """Elements in rounds such that no two elements of a round share a target entry (of
-    any of ``maps``, which index one target set each). Each round takes every remaining
-    element that is the first remaining one on all its targets; past ``max_rounds`` (a
-    target shared by very many elements) the rest run one element per round."""
+    any of ``maps``, which index one target set each). Luby's rule: each element gets a
+    random priority, and a round takes every remaining element whose priority is the
+    lowest on all its targets (with priorities in element order, a chain of neighbours
+    would give one element per round). Past ``max_rounds`` (a target shared by very many
+    elements) the rest run one element per round."""
     offsets = np.cumsum([0] + [int(m.max()) + 1 if m.size else 0 for m in maps])
     rows = np.concatenate([m.astype(np.int64) + o for m, o in zip(maps, offsets)], axis=1)
+    priority = np.random.default_rng(0).permutation(n)
     remaining = np.arange(n)
     rounds: list[np.ndarray] = []
     while remaining.size and len(rounds) < max_rounds:
-        r = rows[remaining]
-        first = np.full(offsets[-1], n, np.int64)
-        np.minimum.at(first, r.reshape(-1), np.repeat(remaining, r.shape[1]))
-        wins = (first[r] == remaining[:, None]).all(axis=1)
+        r, p = rows[remaining], priority[remaining]
+        lowest = np.full(offsets[-1], n, np.int64)
+        np.minimum.at(lowest, r.reshape(-1), np.repeat(p, r.shape[1]))
+        wins = (lowest[r] == p[:, None]).all(axis=1)
         rounds.append(remaining[wins])
         remaining = remaining[~wins]
     rounds += [remaining[i:i + 1] for i in range(remaining.size)]
