@@ -319,6 +319,8 @@ def test_global_inc_and_read_together_is_rejected():
     (lambda s: sk.Dat(3), "must be an sk.Set"),
     (lambda s: sk.Dat(s, data=[[1, 2], [3]]), "not a numeric array"),
     (lambda s: sk.Dat(s)("WRTIE"), "not an access mode"),
+    (lambda s: sk.Dat(s, dim=2, data=np.zeros((2, 3))), "transpose"),
+    (lambda s: sk.Dat(sk.Set(2**62), dim=4), "no memory"),
     (lambda s: sk.Dat(s)(sk.READ, 5), "not a map"),
     (lambda s: sk.Global(-2), "dim must be a positive"),
     (lambda s: sk.Global(1)(7), "not an access mode"),

@@ -215,7 +215,11 @@ class Dat(_DataCarrier):
         shape = (dataset.size,) if self.dim == 1 else (dataset.size, self.dim)
         t = dtypes.as_dtype(dtype) if dtype is not None else None
         if data is None:
-            arr = np.zeros(shape, t or dtypes.FLOAT64)
+            try:
+                arr = np.zeros(shape, t or dtypes.FLOAT64)
+            except (MemoryError, ValueError):
+                raise ArgumentError(f"no memory for a Dat of shape {shape}",
+                                    hint="check the Set size and dim") from None
         else:
             try:
                 arr = np.asarray(data)
@@ -230,6 +234,12 @@ class Dat(_DataCarrier):
             if arr.size != dataset.size * self.dim:
                 raise StencilError(f"Dat data has {arr.size} values, expected {dataset.size} "
                                    f"elements x dim {self.dim}")
+            flat = dataset.size * self.dim
+            if arr.shape not in ((flat,), (dataset.size, self.dim)) and arr.ndim:
+                # e.g. a transposed (dim, n) array: reshaping would scramble it silently
+                raise ArgumentError(f"Dat data has shape {arr.shape}, expected "
+                                    f"({dataset.size}, {self.dim}) or ({flat},)",
+                                    hint="one row of dim values per element (transpose?)")
             arr = arr.reshape(shape)
         dtypes.as_dtype(arr.dtype)
         self._data = arr
