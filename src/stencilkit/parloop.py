@@ -3,6 +3,12 @@
 ``Set``, ``Map``, ``Dat``, ``Global``, ``Sparsity``, ``Mat`` hold data; ``dat(mode, map)``
 makes an ``Arg``; ``ParLoop(kernel, set, *args)`` records a loop, ``generate()`` returns its
 code (independent of set sizes and data, cached) and ``compute()`` runs it.
+
+What the generated loops trust cannot change behind their back: a Set's size is fixed, a
+Map's values are a validated, immutable private copy (reassigning ``values`` validates
+again), and every array's shape, dtype, layout and writability is checked before each run
+(a few attribute reads per argument). One object may appear in several arguments of a
+loop only if all of them READ it, as in PyOP2.
 """
 
 from __future__ import annotations
