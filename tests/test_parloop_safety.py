@@ -569,3 +569,25 @@ def test_rw_through_a_map_with_shared_targets(backend, star):
         local = expected[row] + 1.0
         expected[row] = local
     np.testing.assert_array_equal(count.data, expected)
+
+
+def test_few_entries_of_a_huge_target_set():
+    # colouring and the NumPy scatter work on the distinct targets, not on every row
+    from stencilkit.loop import scatter_add
+
+    rng = np.random.default_rng(6)
+    idx = rng.integers(0, 10**6, (50, 2))
+    idx[:10, 0] = 123
+    target = np.ones((10**6, 2))
+    values = rng.random((50, 2, 2))
+    expected = target.copy()
+    np.add.at(expected, idx.reshape(-1), values.reshape(-1, 2))
+    scatter_add(target, idx, values)
+    np.testing.assert_allclose(target, expected)
+    colours = block_coloring(50, [idx], [10**6], block=4)
+    for blocks in colours:
+        seen: set[int] = set()
+        for s, t in blocks:
+            here = set(idx[s:t].ravel().tolist())
+            assert not here & seen
+            seen |= here
