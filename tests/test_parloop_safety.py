@@ -591,3 +591,23 @@ def test_few_entries_of_a_huge_target_set():
             here = set(idx[s:t].ravel().tolist())
             assert not here & seen
             seen |= here
+
+
+def test_loop_level_bad_input(backend):
+    s = sk.Set(4)
+
+    @sk.kernel
+    def nothing():
+        pass
+
+    @sk.kernel
+    def one(x):
+        x[0] = 1.0
+
+    with pytest.raises(sk.ArgumentError, match="at least one argument"):   # was IndexError
+        sk.par_loop(nothing, s, backend=backend)
+    with pytest.raises(sk.ArgumentError, match="race='bogus' is not one of"):  # was ignored
+        sk.par_loop(one, s, sk.Dat(s)(sk.WRITE), backend=backend, race="bogus")
+    sk.configure(race="colour")
+    with pytest.raises(sk.ArgumentError, match="'colour'"):
+        sk.par_loop(one, s, sk.Dat(s)(sk.WRITE), backend=backend)

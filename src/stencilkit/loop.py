@@ -57,6 +57,9 @@ def _truncates(store: d.Store, explicit: set[int], target: np.dtype) -> bool:
             and v.value.dtype is not None and v.value.dtype.kind in "fc")
 
 
+RACE_MODES = ("auto", "color", "atomic")
+
+
 class ParLoop:
     """A parallel loop of ``kernel`` over ``iterset`` with ``args`` (PyOP2's backend API)."""
 
@@ -69,6 +72,12 @@ class ParLoop:
                 raise StencilError(f"{kernel!r} is not a kernel", hint="use @sk.kernel")
         if not isinstance(iterset, Set):
             raise StencilError(f"{iterset!r} is not an sk.Set", stencil=kernel.name)
+        if not args:
+            raise ArgumentError("a ParLoop needs at least one argument", stencil=kernel.name,
+                                hint="pass the Dats and Globals the kernel works on")
+        if race not in (None, *RACE_MODES):
+            raise ArgumentError(f"race={race!r} is not one of {RACE_MODES}",
+                                stencil=kernel.name, hint="race='color' or race='atomic'")
         check_args(kernel, iterset, args)
         self.kernel, self.iterset, self.args = kernel, iterset, tuple(args)
         self.backend = backend or kernel.backend
@@ -130,6 +139,10 @@ class ParLoop:
 
     def _race_mode(self) -> str:
         race = self.race or current().race
+        if race not in RACE_MODES:
+            raise ArgumentError(f"race mode {race!r} (sk.configure or STENCILKIT_RACE) is not "
+                                f"one of {RACE_MODES}", stencil=self.kernel.name,
+                                hint="race='color' or race='atomic'")
         shared = [s for s in self.specs if s.writes_shared]
         if not shared:
             return "none"
