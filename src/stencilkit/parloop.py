@@ -131,7 +131,8 @@ class Map:
 
     @values.setter
     def values(self, values: object) -> None:
-        _flush()  # loops queued before the change run with the old values
+        if hasattr(self, "_values"):
+            _flush()  # loops queued before the change run with the old values
         n, arity, size = self._from_set.size, self._arity, self._to_set.size
         try:
             vals = np.asarray(values)
