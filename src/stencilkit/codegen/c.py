@@ -139,9 +139,32 @@ static inline int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
 """
 
 
+# Float to integer as LLVM's fptosi lowers on x86-64 (what Numba gives): NaN and values
+# outside the range give the "integer indefinite" value INT64_MIN (INT32_MIN for 32 bits);
+# 8- and 16-bit results are the 32-bit conversion truncated.
+_F2I = {
+    8: """static inline int64_t sk_f2i_int64(double x) {
+    return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
+}""",
+    4: """static inline int32_t sk_f2i_int32(double x) {
+    return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN;
+}""",
+}
+
+
+def _f2i_source(t: np.dtype) -> str:
+    if t.itemsize >= 4:
+        return _F2I[t.itemsize]
+    return (f"static inline {ctype(t)} sk_f2i_{type_suffix(t)}(double x) {{\n"
+            f"    return ({ctype(t)})(uint32_t)((x > -2147483649.0 && x < 2147483648.0) "
+            f"? (int32_t)x : INT32_MIN);\n}}")
+
+
 def helper_source(op: str, t: np.dtype) -> str:
     if op in ("checked_offset", "wrap_index"):
         return ""
+    if op == "f2i":
+        return _f2i_source(t)
     if dtypes.is_complex(t):
         table = _COMPLEX_HELPERS
     elif dtypes.is_float(t):
