@@ -19,6 +19,7 @@ from ..ir import kernel as k
 from .cfamily import CFamilyPrinter, ctype, type_suffix
 
 PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
+STATUS_RANGE_STEP = 4  # the kernel's return value when a range() step was 0 (runtime.launch)
 
 _PRELUDE = """\
 #include <stdint.h>
@@ -190,6 +191,17 @@ class CPrinter(CFamilyPrinter):
             return [f"{indent}#pragma GCC ivdep"]
         return []
 
+    def loop(self, s: k.Loop, indent: str) -> list[str]:
+        lines = super().loop(s, indent)
+        if isinstance(s.step, k.Constant):
+            return lines
+        # range() with a run-time step of 0: Python raises, and the C loop would never end
+        # (with the GIL released, so not even Ctrl-C would stop it). Flag it and skip.
+        return [f"{indent}if ({self.expr(s.step)} == 0) {{",
+                f"{indent}    #pragma omp atomic write",
+                f"{indent}    sk_error = {STATUS_RANGE_STEP};",
+                f"{indent}}} else {{", *lines, f"{indent}}}"]
+
     def signature(self) -> str:
         params = []
         for p in self.kernel.params:
@@ -242,7 +254,8 @@ def header_comment(kernel: k.KernelFunction) -> str:
         lines.append(f" *   {p.name:<16} {role}")
     lines += [" * Strides of the last dimension that are not parameters are 1.",
               " * Returns 0, or 1 when a run-time relative index left the neighbourhood,",
-              " * 2 when an absolute index was out of range (the element read as 0).",
+              " * 2 when an absolute index was out of range (the element read as 0),",
+              " * 4 when a range() step was 0 (the loop did not run).",
               " * (The Python entry point returns 3, without running, when out overlaps an input.) */"]
     return "\n".join(lines)
 

@@ -14,10 +14,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ArgumentError, Location
+from .numpy_support import RangeStepError
 
 STATUS_NEIGHBORHOOD = 1
 STATUS_INDEX = 2
 STATUS_OVERLAP = 3
+STATUS_RANGE_STEP = 4
 
 
 class PointCall:
@@ -97,10 +99,16 @@ class NumpyPointCall(PointCall):
         except IndexError as exc:
             status = STATUS_NEIGHBORHOOD if "relative" in str(exc) else STATUS_INDEX
             raise status_error(status, self.name, self.loc) from None
+        except RangeStepError:
+            raise status_error(STATUS_RANGE_STEP, self.name, self.loc) from None
         return out
 
 
 def status_error(status: int, name: str, loc: Location | None) -> ArgumentError:
+    if status == STATUS_RANGE_STEP:
+        return ArgumentError("range() arg 3 must not be zero (a loop's step was 0 at run "
+                             "time)", stencil=name, loc=loc,
+                             hint="give range() a non-zero step; out is incomplete")
     what = ("a run-time relative index left the declared neighborhood"
             if status == STATUS_NEIGHBORHOOD
             else "an absolute (standard_indexing) index was out of range")
