@@ -145,3 +145,127 @@ def test_constant_zero_step_is_refused_at_definition(backend):
     with pytest.raises(sk.StencilSyntaxError, match="zero") as info:
         sk.stencil(const_step, backend=backend)(np.ones((3, 3)))
     assert "const_step" in str(info.value)
+
+
+# ---------------------------------------------------------------- point-kernel call checks
+
+A = np.random.default_rng(1).random((6, 7))
+
+
+def _plus(a, s):
+    return a[0, 0] + s
+
+
+def _blur(a):
+    return 0.5 * (a[-1, 0] + a[1, 0])
+
+
+def _with_table(a, t):
+    return a[0, 0] + t[1]
+
+
+def _named(exc: BaseException, name: str) -> None:
+    assert isinstance(exc, sk.StencilError), type(exc)
+    assert name in str(exc), str(exc)
+
+
+def test_empty_standard_indexing_array_is_refused_before_running(backend):
+    # (the out-of-bounds read itself is what the sanitizer CI step catches)
+    st = sk.stencil(_with_table, standard_indexing=("t",), backend=backend)
+    with pytest.raises(sk.ArgumentError) as info:
+        st(A, np.zeros(0))
+    _named(info.value, "_with_table")
+    np.testing.assert_array_equal(st(A, np.arange(3.0)), A + 1.0)
+
+
+@pytest.mark.parametrize("value", [2**64, 2**64 + 5, -(2**63) - 1, 10**30])
+def test_python_int_scalar_outside_64_bits_raises(backend, value):
+    st = sk.stencil(_plus, backend=backend)
+    ints = np.ones((4, 4), np.int64)
+    st(ints, 3)  # the int64 specialization exists; it must not take the big value mod 2**64
+    with pytest.raises(sk.ArgumentError, match="64-bit") as info:
+        st(ints, value)
+    _named(info.value, "_plus")
+
+
+def test_python_int_scalar_in_uint64_range_is_uint64_as_in_numba(backend):
+    st = sk.stencil(_plus, backend=backend)
+    ints = np.ones((4, 4), np.int64)
+    assert st(ints, 3)[1, 1] == 4
+    # Numba types 2**63 + 5 as uint64; int64 + uint64 is int64 and wraps
+    assert st(ints, 2**63 + 5)[1, 1] == -(2**63) + 6
+
+
+def test_matmul_operator_is_a_syntax_error(backend):
+    def matmul(a, b):
+        return a[0, 0] @ b[0, 0]
+
+    with pytest.raises(sk.StencilSyntaxError, match="@") as info:
+        sk.stencil(matmul, backend=backend)(A, A)
+    _named(info.value, "matmul")
+
+
+def test_huge_cval_and_integer_constant(backend):
+    with pytest.raises(sk.StencilTypeError, match="cval") as info:
+        sk.stencil(_plus, cval=10**400, backend=backend)(A, 1.0)
+    _named(info.value, "_plus")
+
+    def huge_constant(a):
+        return a[0, 0] + 100000000000000000000000
+
+    with pytest.raises(sk.StencilTypeError, match="64 bits") as info:
+        sk.stencil(huge_constant, backend=backend)(A)
+    _named(info.value, "huge_constant")
+
+
+@pytest.mark.parametrize("nb", [3, ((1,), (0, 0)), ((0.5, 1), (0, 0)), ((1, -1), (0, 0)),
+                                (("a", "b"), (0, 0)), ((-(10**20), 1), (0, 0)), (),
+                                ((True, 1), (0, 0))])
+def test_malformed_neighborhood(nb):
+    with pytest.raises(sk.StencilTypeError, match="neighborhood") as info:
+        sk.stencil(_plus, neighborhood=nb)
+    _named(info.value, "_plus")
+
+
+def test_ragged_list_argument(backend):
+    with pytest.raises(sk.ArgumentError, match="rectangular") as info:
+        sk.stencil(_plus, backend=backend)([[1.0, 2.0], [3.0]], 1.0)
+    _named(info.value, "_plus")
+
+
+def test_non_native_byte_order_is_computed_on(backend):
+    st = sk.stencil(_blur, backend=backend)
+    np.testing.assert_array_equal(st(A.astype(">f8")), st(A))
+    with pytest.raises(sk.ArgumentError, match="byte order") as info:
+        st(A, out=np.zeros(A.shape, ">f8"))
+    _named(info.value, "_blur")
+
+
+def _misaligned(shape, dtype=np.float64):
+    """An array at an odd address (not a multiple of its item size)."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return np.frombuffer(bytearray(n + 1), np.uint8)[1:].view(dtype).reshape(shape)
+
+
+def _odd_strides(shape, dtype=np.float64):
+    """Strides that are not multiples of the item size (12 bytes for 8-byte items)."""
+    item = np.dtype(dtype).itemsize
+    buf = bytearray(int(np.prod(shape)) * (item + 4) + item)
+    return np.ndarray(shape, dtype, buf, 0, (shape[1] * (item + 4), item + 4))
+
+
+@pytest.mark.parametrize("make", [_misaligned, _odd_strides])
+def test_unaligned_and_odd_strided_arrays_work(backend, make):
+    st = sk.stencil(_blur, backend=backend)
+    ref = st(A)
+    a = make(A.shape)
+    a[...] = A
+    np.testing.assert_array_equal(st(a), ref)
+    out = make(A.shape)
+    out[...] = -1.0
+    st(A, out=out)
+    np.testing.assert_array_equal(out[1:-1], ref[1:-1])
+    assert (out[0] == -1.0).all()  # no cval: the border is left alone
+    out2 = make(A.shape)
+    st(a, out=out2)
+    np.testing.assert_array_equal(out2[1:-1], ref[1:-1])

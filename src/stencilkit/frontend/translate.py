@@ -15,7 +15,7 @@ from types import ModuleType
 import numpy as np
 
 from .. import dtypes
-from ..errors import StencilSyntaxError
+from ..errors import StencilError, StencilSyntaxError, StencilTypeError
 from ..ir import definition as d
 from . import functions
 from .source import SourceFunction
@@ -46,7 +46,7 @@ class Translator:
     # ------------------------------------------------------------ errors
 
     def error(self, node: ast.AST, message: str, hint: str | None = None,
-              cls: type[StencilSyntaxError] = StencilSyntaxError) -> StencilSyntaxError:
+              cls: type[StencilError] = StencilSyntaxError) -> StencilError:
         return cls(message, stencil=self.stencil, loc=self.src.loc(node), hint=hint)
 
     # ------------------------------------------------------------ statements
@@ -71,7 +71,7 @@ class Translator:
             case ast.AnnAssign(target=target, value=value) if value is not None:
                 return self.assign(target, value, s)
             case ast.AugAssign(target=ast.Name(id=name), op=op, value=value):
-                opname = _BINOPS[type(op)]
+                opname = self.binop(op, s)
                 return [d.Assign(name, d.BinOp(opname, d.Name(name, loc=loc), self.expr(value),
                                                loc=loc), loc=loc)]
             case ast.AugAssign(target=ast.Subscript() as t):
@@ -138,9 +138,18 @@ class Translator:
 
     # ------------------------------------------------------------ expressions
 
+    def binop(self, op: ast.operator, node: ast.AST) -> str:
+        if type(op) not in _BINOPS:  # `@` (matrix product)
+            raise self.error(node, "the `@` operator is not supported in kernels",
+                             "kernels compute with scalars; write the products and sums out")
+        return _BINOPS[type(op)]
+
     def expr(self, e: ast.expr) -> d.Expr:
         loc = self.src.loc(e)
         match e:
+            case ast.Constant(value=int(v)) if not -(2**63) <= v < 2**64:
+                raise self.error(e, f"integer constant {v} does not fit in 64 bits",
+                                 "use a smaller integer, or a float", cls=StencilTypeError)
             case ast.Constant(value=v) if isinstance(v, (bool, int, float, complex)):
                 return d.Const(v, dtype=dtypes.of_python_value(v), loc=loc)
             case ast.Constant(value=v):
@@ -151,7 +160,7 @@ class Translator:
             case ast.Attribute():
                 return self.constant_value(self.resolve_attribute(e), e)
             case ast.BinOp(left=l, op=op, right=r):
-                return _fold(d.BinOp(_BINOPS[type(op)], self.expr(l), self.expr(r), loc=loc))
+                return _fold(d.BinOp(self.binop(op, e), self.expr(l), self.expr(r), loc=loc))
             case ast.UnaryOp(op=op, operand=x):
                 return _fold(d.UnaryOp(_UNARY[type(op)], self.expr(x), loc=loc))
             case ast.BoolOp(op=op, values=values):
