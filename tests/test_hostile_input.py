@@ -269,3 +269,53 @@ def test_unaligned_and_odd_strided_arrays_work(backend, make):
     out2 = make(A.shape)
     st(a, out=out2)
     np.testing.assert_array_equal(out2[1:-1], ref[1:-1])
+
+
+# ---------------------------------------------------------------- long kernels
+
+
+def _load_generated(tmp_path, name: str, text: str):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("terms", [200, 400, 2000])
+def test_long_sums_compile_and_keep_the_order_of_operations(backend, tmp_path, terms):
+    offsets = [(i % 3 - 1, (i * 7) % 3 - 1) for i in range(terms)]
+    body = " + ".join(f"a[{i}, {j}]" for i, j in offsets)
+    mod = _load_generated(tmp_path, f"long_sum_{terms}", f"def long_sum(a):\n    return {body}\n")
+    a = np.random.default_rng(terms).random((5, 6))
+    got = sk.stencil(mod.long_sum, backend=backend)(a)
+    acc = a[1 + offsets[0][0]:4 + offsets[0][0], 1 + offsets[0][1]:5 + offsets[0][1]]
+    for i, j in offsets[1:]:  # left to right, as Python and Numba evaluate it
+        acc = acc + a[1 + i:4 + i, 1 + j:5 + j]
+    np.testing.assert_array_equal(got[1:-1, 1:-1], acc)
+
+
+@pytest.mark.parametrize("count", [300, 1000])
+def test_many_scalar_arguments(backend, tmp_path, count):
+    names = [f"s{i}" for i in range(count)]
+    text = (f"def many(a, {', '.join(names)}):\n"
+            f"    return a[0, 0] * {names[0]} + {' + '.join(names[1:])}\n")
+    mod = _load_generated(tmp_path, f"many_{count}", text)
+    values = [float(i) for i in range(count)]
+    a = np.random.default_rng(count).random((3, 4))
+    got = sk.stencil(mod.many, backend=backend)(a, *values)
+    acc = a * values[0] + values[1]
+    for v in values[2:]:
+        acc = acc + v
+    np.testing.assert_array_equal(got, acc)
+
+
+def test_too_deep_conditional_nesting_is_a_stencil_error(backend, tmp_path):
+    chain = " and ".join(f"a[0, 0] > {-i}" for i in range(1500))
+    mod = _load_generated(tmp_path, "deep_and", f"def deep_and(a):\n    return {chain}\n")
+    with pytest.raises(sk.StencilSyntaxError, match="nested too deeply") as info:
+        sk.stencil(mod.deep_and, backend=backend)(np.ones((3, 3)))
+    _named(info.value, "deep_and")

@@ -240,6 +240,19 @@ class PointStencil:
         return tuple(types)
 
     def _build(self, args, okey, backend: str | None, has_out: bool) -> PointCall:
+        try:
+            return self._build_unguarded(args, okey, backend, has_out)
+        except RecursionError:
+            # Long operator chains are split when parsed; what remains too deep is nesting
+            # inside conditional expressions or and/or chains.
+            raise StencilSyntaxError(
+                "an expression is nested too deeply to compile (a conditional expression or "
+                "an and/or chain of many hundreds of terms)", stencil=self.__name__,
+                loc=_location(self.func),
+                hint="split the expression into several assignments to local variables"
+            ) from None
+
+    def _build_unguarded(self, args, okey, backend: str | None, has_out: bool) -> PointCall:
         kernel, src = self._parse()
         name = self.__name__
         types = self._arg_types(args)

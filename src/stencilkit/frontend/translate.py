@@ -37,11 +37,13 @@ class Translator:
     """
 
     def __init__(self, src: SourceFunction, local_names: set[str], subscript: SubscriptHandler,
-                 *, stencil: str | None = None) -> None:
+                 *, stencil: str | None = None, hoist_deep: bool = False) -> None:
         self.src = src
         self.locals = local_names
         self.subscript = subscript
         self.stencil = stencil or src.name
+        self.hoist_deep = hoist_deep  # split very deep expressions into locals (point kernels)
+        self.hoisted = 0
 
     # ------------------------------------------------------------ errors
 
@@ -57,8 +59,47 @@ class Translator:
             if i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) \
                     and isinstance(s.value.value, str):
                 continue  # docstring
-            out.extend(self.stmt(s))
+            if self.hoist_deep:
+                for pre in self.split_deep(s):
+                    out.extend(self.stmt(pre))
+            else:
+                out.extend(self.stmt(s))
         return tuple(out)
+
+    def split_deep(self, s: ast.stmt) -> list[ast.stmt]:
+        """``s``, preceded by assignments of fresh locals that take over subexpressions nested
+        deeper than ``_HOIST_DEPTH``: a sum of thousands of terms then needs no deep recursion
+        in any later pass, nor deeply nested parentheses in generated code. Only operands that
+        are always evaluated are hoisted (never out of a conditional expression or ``and``/
+        ``or``), and the statement keeps its order of operations, so results are unchanged."""
+        value = getattr(s, "value", None) if isinstance(
+            s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)) else None
+        if value is None or _depth_at_least(value, _HOIST_DEPTH) is False:
+            return [s]
+        pre: list[ast.stmt] = []
+        depth: dict[int, int] = {}
+        stack: list[tuple[ast.expr, bool]] = [(value, False)]
+        while stack:
+            node, visited = stack.pop()
+            slots = _operand_slots(node)
+            if not visited:
+                stack.append((node, True))
+                stack.extend((child, False) for _, child in slots)
+                continue
+            deepest = 0
+            for put, child in slots:
+                d_child = depth.pop(id(child), 1)
+                if d_child >= _HOIST_DEPTH:
+                    self.hoisted += 1
+                    name = f"sk_hoisted_{self.hoisted}"
+                    self.locals.add(name)
+                    pre.append(ast.copy_location(ast.Assign(
+                        targets=[ast.Name(name, ast.Store())], value=child), s))
+                    put(ast.copy_location(ast.Name(name, ast.Load()), child))
+                    d_child = 1
+                deepest = max(deepest, d_child)
+            depth[id(node)] = deepest + 1
+        return [*pre, s]
 
     def stmt(self, s: ast.stmt) -> list[d.Stmt]:
         loc = self.src.loc(s)
@@ -261,6 +302,43 @@ class Translator:
     def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
         raise self.error(e, f"call of '{ast.unparse(e.func)}' is not supported in kernels",
                          f"use one of {functions.supported_names()}")
+
+
+_HOIST_DEPTH = 48  # deeper operand chains are split into locals (see split_deep)
+
+
+def _operand_slots(node: ast.expr) -> list[tuple[Callable[[ast.expr], None], ast.expr]]:
+    """The operands of ``node`` that are always evaluated, each with a setter."""
+    def put(obj: object, attr: str) -> Callable[[ast.expr], None]:
+        return lambda v: setattr(obj, attr, v)
+
+    def put_item(seq: list, i: int) -> Callable[[ast.expr], None]:
+        return lambda v: seq.__setitem__(i, v)
+
+    match node:
+        case ast.BinOp():
+            return [(put(node, "left"), node.left), (put(node, "right"), node.right)]
+        case ast.UnaryOp():
+            return [(put(node, "operand"), node.operand)]
+        case ast.Compare(ops=[_]):
+            return [(put(node, "left"), node.left),
+                    (put_item(node.comparators, 0), node.comparators[0])]
+        case ast.Call(keywords=[]):
+            return [(put_item(node.args, i), a) for i, a in enumerate(node.args)
+                    if not isinstance(a, ast.Starred)]
+    return []
+
+
+def _depth_at_least(e: ast.expr, limit: int) -> bool:
+    """Whether the chain of always-evaluated operands under ``e`` reaches ``limit`` (iterative:
+    the expressions this guards against are too deep for recursion)."""
+    stack = [(e, 1)]
+    while stack:
+        node, d_ = stack.pop()
+        if d_ >= limit:
+            return True
+        stack.extend((child, d_ + 1) for _, child in _operand_slots(node))
+    return False
 
 
 def _convert(value: object, t: np.dtype) -> bool | int | float | complex:
