@@ -319,3 +319,149 @@ def test_too_deep_conditional_nesting_is_a_stencil_error(backend, tmp_path):
     with pytest.raises(sk.StencilSyntaxError, match="nested too deeply") as info:
         sk.stencil(mod.deep_and, backend=backend)(np.ones((3, 3)))
     _named(info.value, "deep_and")
+
+
+# ---------------------------------------------------------------- computations
+
+from stencilkit import PARALLEL, Field, computation, interval  # noqa: E402
+
+
+def shift_scale(a: Field[float], b: Field[float], s: float, n: int):
+    with computation(PARALLEL), interval(...):
+        b = a[1, 0, 0] * s + n  # noqa: F841 (a field write)
+
+
+def with_temporary(a: Field[float], b: Field[float], s: float):
+    with computation(PARALLEL), interval(...):
+        tmp = a * s
+        b = tmp[1, 0, 0] + tmp[-1, 0, 0] + tmp[0, 1, 0]  # noqa: F841
+
+
+F = np.random.default_rng(2).random((7, 6, 5))
+
+
+def _reference(a=F, s=2.0, n=1):
+    b = np.zeros(a.shape)
+    b[:-1] = a[1:] * s + n
+    return b
+
+
+def test_read_only_and_broadcast_input_fields_are_accepted(backend):
+    st = sk.stencil(shift_scale, backend=backend)
+    ro = F.copy()
+    ro.flags.writeable = False
+    b = np.zeros(F.shape)
+    st(ro, b, 2.0, 1)
+    np.testing.assert_array_equal(b, _reference())
+    row = np.broadcast_to(F[:, :1, :], F.shape)  # zero strides, read-only
+    b = np.zeros(F.shape)
+    st(row, b, 2.0, 1)
+    np.testing.assert_array_equal(b, _reference(np.array(row)))
+
+
+@pytest.mark.parametrize("out", ["read-only", "broadcast"])
+def test_read_only_output_field(backend, out):
+    st = sk.stencil(shift_scale, backend=backend)
+    if out == "read-only":
+        b = np.zeros(F.shape)
+        b.flags.writeable = False
+    else:
+        b = np.broadcast_to(np.zeros(F.shape[1:]), F.shape)
+    with pytest.raises(sk.ArgumentError, match="read-only") as info:
+        st(F, b, 2.0, 1)
+    _named(info.value, "shift_scale")
+
+
+@pytest.mark.parametrize("which", ["in", "out", "both"])
+@pytest.mark.parametrize("make", ["misaligned", "odd-strides"])
+def test_unaligned_and_odd_strided_fields_work(backend, which, make):
+    def new():
+        item = 8
+        if make == "misaligned":
+            return np.frombuffer(bytearray(F.nbytes + 1), np.uint8)[1:].view(
+                np.float64).reshape(F.shape)
+        nx, ny, nz = F.shape
+        return np.ndarray(F.shape, np.float64, bytearray(F.size * (item + 4)), 0,
+                          (ny * nz * (item + 4), nz * (item + 4), item + 4))
+
+    a = new() if which in ("in", "both") else F.copy()
+    a[...] = F
+    b = new() if which in ("out", "both") else np.zeros(F.shape)
+    b[...] = 0.0
+    sk.stencil(shift_scale, backend=backend)(a, b, 2.0, 1)
+    np.testing.assert_array_equal(b, _reference())
+
+
+@pytest.mark.parametrize("s, n, match", [
+    ("x", 1, "got a str"), (1j, 1, "complex"), (None, 1, "NoneType"), (1.0, 1.5, "float"),
+    (1.0, 2**70, "range"), (1.0, -(2**63) - 1, "range"), (np.ones(3), 1, "ndarray"),
+])
+def test_bad_scalars(backend, s, n, match):
+    with pytest.raises(sk.ArgumentError, match=match) as info:
+        sk.stencil(shift_scale, backend=backend)(F, np.zeros(F.shape), s, n)
+    _named(info.value, "shift_scale")
+
+
+def test_good_scalars_of_other_kinds(backend):
+    b = np.zeros(F.shape)
+    sk.stencil(shift_scale, backend=backend)(F, b, np.float32(2.0), np.int8(1))
+    np.testing.assert_array_equal(b, _reference())
+    sk.stencil(shift_scale, backend=backend)(F, b, 2, True)
+    np.testing.assert_array_equal(b, _reference())
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"domain": "abc"}, "domain"), ({"domain": (1, 2)}, "domain"),
+    ({"domain": (-1, 2, 2)}, "negative"), ({"domain": (10**20, 2, 2)}, "range"),
+    ({"domain": (1.5, 2, 2)}, "domain"), ({"origin": "abc"}, "origin"),
+    ({"origin": (0, 0, 0, 0)}, "origin"), ({"origin": {"zz": (0, 0, 0)}}, "zz"),
+    ({"origin": (-1, 0, 0)}, "halo"), ({"origin": 3}, "origin"),
+    ({"exec_info": [1]}, "exec_info"), ({"exec_info": "x"}, "exec_info"),
+    ({"bogus": 1}, "bogus"),
+])
+def test_bad_call_options(backend, kwargs, match):
+    with pytest.raises(sk.ArgumentError, match=match) as info:
+        sk.stencil(shift_scale, backend=backend)(F, np.zeros(F.shape), 2.0, 1, **kwargs)
+    _named(info.value, "shift_scale")
+
+
+def test_validate_args_false_still_checks_halos(backend):
+    st = sk.stencil(shift_scale, backend=backend)
+    with pytest.raises(sk.ArgumentError, match="halo"):
+        st(F, np.zeros(F.shape), 2.0, 1, origin=(0, 0, 0), domain=F.shape,
+           validate_args=False)
+
+
+def test_for_loop_in_a_definition_is_refused_when_defined():
+    def looped(a: Field[float], b: Field[float]):
+        with computation(PARALLEL), interval(...):
+            for _i in range(3):
+                b = a  # noqa: F841
+
+    with pytest.raises(sk.StencilSyntaxError, match="for loops") as info:
+        sk.stencil(looped)
+    _named(info.value, "looped")
+
+
+def test_numpy_computations_are_thread_safe():
+    from concurrent.futures import ThreadPoolExecutor
+
+    st = sk.stencil(with_temporary, backend="numpy")
+    a = np.random.default_rng(3).random((64, 64, 32))
+    scales = [float(i + 1) for i in range(8)]
+    refs = []
+    for s in scales:
+        out = np.zeros(a.shape)
+        st(a, out, s)
+        refs.append(out)
+
+    def run(i: int) -> bool:
+        ok = True
+        for _ in range(6):
+            out = np.zeros(a.shape)
+            st(a, out, scales[i])
+            ok &= bool(np.array_equal(out, refs[i]))
+        return ok
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(run, range(len(scales))))

@@ -194,17 +194,16 @@ class _ComputationTranslator(Translator):
     def stmt(self, s: ast.stmt) -> list[d.Stmt]:
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
             loc = self.src.loc(s)
-            from .translate import _BINOPS
-
             cur = self.name(s.target.id, s.target)
-            return [d.Assign(s.target.id, d.BinOp(_BINOPS[type(s.op)], cur, self.expr(s.value),
+            return [d.Assign(s.target.id, d.BinOp(self.binop(s.op, s), cur, self.expr(s.value),
                                                   loc=loc), loc=loc)]
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
-            from .translate import _BINOPS
-
-            value = d.BinOp(_BINOPS[type(s.op)], self.expr(s.target), self.expr(s.value),
+            value = d.BinOp(self.binop(s.op, s), self.expr(s.target), self.expr(s.value),
                             loc=self.src.loc(s))
             return [self.assign_at(s.target, value, s)]
+        if isinstance(s, ast.For):  # gtscript has none (no backend would know the counter)
+            raise self.error(s, "for loops are not part of the computation language",
+                             "unroll the loop, or use a while loop over a temporary")
         if isinstance(s, ast.Return):
             raise self.error(s, "a computation does not return; it writes fields",
                              "assign the result to an output field")
