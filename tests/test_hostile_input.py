@@ -4,6 +4,8 @@ the right result."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -67,16 +69,15 @@ def test_int_conversions_agree_with_numba(numba_stencil):
 # ---------------------------------------------------------------- crash-capable cases
 
 
-def run_isolated(code: str, timeout: float = 120) -> str:
+def run_isolated(code: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
     """Run ``code`` in a fresh interpreter (a crash or hang fails the test, not the run);
     returns its stdout."""
-    import os
     import subprocess
     import sys
     import tempfile
     import textwrap
 
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as tmp:  # a file: kernels need readable source
@@ -176,6 +177,34 @@ def test_empty_standard_indexing_array_is_refused_before_running(backend):
         st(A, np.zeros(0))
     _named(info.value, "_with_table")
     np.testing.assert_array_equal(st(A, np.arange(3.0)), A + 1.0)
+    # no interior point, so nothing is read: a result, as on every backend
+    assert st(np.zeros((7, 0)), np.zeros(0)).shape == (7, 0)
+
+
+def test_empty_standard_indexing_array_is_never_read_under_asan():
+    """The same call with AddressSanitizer watching the generated code (issue 9, item 3)."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("gcc")
+    lib = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
+                         text=True).stdout.strip() if cc else ""
+    if not lib or not os.path.isabs(lib):
+        pytest.skip("gcc with AddressSanitizer is not available")
+    out = run_isolated("""
+        import numpy as np, stencilkit as sk
+
+        def table(a, t):
+            return a[0, 0] + t[1]
+
+        try:
+            sk.stencil(table, standard_indexing=("t",), backend="c")(np.ones((4, 4)),
+                                                                      np.zeros(0))
+        except sk.ArgumentError:
+            print("raised")
+    """, timeout=180, env={"STENCILKIT_SANITIZE": "1", "LD_PRELOAD": lib,
+                           "ASAN_OPTIONS": "detect_leaks=0"})
+    assert out.strip() == "raised"
 
 
 @pytest.mark.parametrize("value", [2**64, 2**64 + 5, -(2**63) - 1, 10**30])
@@ -465,3 +494,19 @@ def test_numpy_computations_are_thread_safe():
 
     with ThreadPoolExecutor(8) as pool:
         assert all(pool.map(run, range(len(scales))))
+
+
+@pytest.mark.parametrize("bad", [np.array(1.5), np.zeros((7, 6)), [[[1.0]]]])
+def test_validate_args_false_still_checks_dimensions(backend, bad):
+    # found by the fuzz test: a 0-d field gave a raw IndexError
+    with pytest.raises(sk.ArgumentError) as info:
+        sk.stencil(shift_scale, backend=backend)(bad, np.zeros(F.shape), 2.0, 1,
+                                                 validate_args=False)
+    _named(info.value, "shift_scale")
+
+
+def test_misaligned_input_without_out_fills_the_border():
+    # found by the fuzz test: the aligned retry kept the first attempt's uninitialised out
+    a = np.frombuffer(bytearray(2 * 4 + 1), np.uint8)[1:].view(np.int32).reshape(2, 1)
+    a[...] = 7
+    np.testing.assert_array_equal(sk.stencil(_blur, backend="c")(a), np.zeros((2, 1)))

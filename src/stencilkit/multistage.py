@@ -224,7 +224,8 @@ class ComputationStencil:
                         hint="pass separate arrays (copy one of them)")
 
     def _check_arrays(self, fields: dict[str, object]) -> None:
-        """What even ``validate_args=False`` checks: arrays, and written ones writable."""
+        """What even ``validate_args=False`` checks (the geometry relies on it): arrays of
+        the right dimensions, written ones writable."""
         for f in self.definition.fields:
             a = fields[f.name]
             if not isinstance(a, np.ndarray):
@@ -232,6 +233,10 @@ class ComputationStencil:
                                     f"{type(a).__name__}", stencil=self.__name__,
                                     loc=self.definition.loc,
                                     hint="pass a NumPy array (or an sk.zeros storage)")
+            if a.ndim != len(f.axes):
+                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}] but the array is "
+                                    f"{a.ndim}-D", stencil=self.__name__,
+                                    loc=self.definition.loc, hint=f"pass a {len(f.axes)}-D array")
         for name in self._written_fields:
             if not fields[name].flags.writeable:  # type: ignore[union-attr]
                 raise ArgumentError(f"field '{name}' is written by the stencil but the array "

@@ -331,9 +331,12 @@ def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFuncti
     wrapper_args.append(c_codegen.WrapperArg("fill_border", dtypes.BOOL, 0, role="scalar"))
     wrapper_args.append(c_codegen.WrapperArg("cval", out_dtype, 0, role="scalar"))
     # An empty standard_indexing array: the kernel's bounds check reports a read of it, but
-    # the clamped element it reads instead does not exist either. Refuse before running.
-    checks = tuple((f"v{i}->len != 0", f"standard_indexing array '{a.name}' is empty, so every "
-                    "read of it is out of range")
+    # the clamped element it reads instead does not exist either. Refuse before running,
+    # unless no interior point (so no read) exists.
+    no_interior = " || ".join(f"v0->shape[{dim}] <= {hi - lo}"
+                              for dim, (lo, hi) in enumerate(typed.neighborhood.border))
+    checks = tuple((f"v{i}->len != 0 || {no_interior}", f"standard_indexing array '{a.name}' "
+                    "is empty, so every read of it is out of range")
                    for i, a in enumerate(wrapper_args) if a.role == "standard" and a.ndim > 0
                    and a.name in kernel.standard)
     k = cache.key("c-point", repr(pipeline.POINT_PIPELINE), source, tc.identity,

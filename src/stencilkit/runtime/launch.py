@@ -43,6 +43,7 @@ class PointCall:
         self.source = source
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
+        given = out
         try:
             if out is None:
                 out = np.empty(args[0].shape, self.out_dtype)
@@ -50,8 +51,8 @@ class PointCall:
             else:
                 status = self.entry(*args, out, self.has_cval, self.cval)
         except (ValueError, BufferError, TypeError) as exc:
-            if _misaligned(args, out):
-                return self._aligned_call(args, out)
+            if _misaligned(args, given):
+                return self._aligned_call(args, given)
             raise self._argument_error(args, out, exc) from None
         if status:
             return self._after(status, args, out)
