@@ -233,10 +233,11 @@ class ComputationStencil:
                                     f"{type(a).__name__}", stencil=self.__name__,
                                     loc=self.definition.loc,
                                     hint="pass a NumPy array (or an sk.zeros storage)")
-            if a.ndim != len(f.axes):
-                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}] but the array is "
-                                    f"{a.ndim}-D", stencil=self.__name__,
-                                    loc=self.definition.loc, hint=f"pass a {len(f.axes)}-D array")
+            if a.ndim != f.ndim or a.shape[len(f.axes):] != f.data_dims:
+                dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
+                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array "
+                                    f"has shape {a.shape}", stencil=self.__name__,
+                                    loc=self.definition.loc, hint=f"pass a {f.ndim}-D array")
         for name in self._written_fields:
             if not fields[name].flags.writeable:  # type: ignore[union-attr]
                 raise ArgumentError(f"field '{name}' is written by the stencil but the array "
