@@ -34,6 +34,7 @@ _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
 
 _I64 = 2**63
+_I64_MIN = -(2**63)  # a constant: the call path compares with it per int argument
 
 
 def _array_key(a: np.ndarray) -> tuple:
@@ -44,7 +45,7 @@ def _array_key(a: np.ndarray) -> tuple:
 def _scalar_key(a: object) -> object:
     """Must equal the key ``PointStencil.__call__`` computes inline: a Python int outside
     int64 is typed uint64 (as Numba does), so it may not share int64's specialization."""
-    if type(a) is int and not -_I64 <= a < _I64:
+    if type(a) is int and not _I64_MIN <= a < _I64:
         return _int_key(a)
     return type(a)
 
@@ -146,7 +147,7 @@ class PointStencil:
             # The signature: (dtype, ndim, unit last stride) per array, the type of a scalar.
             key = tuple([(a.dtype, a.ndim, a.strides[-1] == a.itemsize)
                          if type(a) is np.ndarray else type(a) if type(a) is not int
-                         or -_I64 <= a < _I64 else _int_key(a) for a in args])
+                         or _I64_MIN <= a < _I64 else _int_key(a) for a in args])
             call = self._specs.get(
                 (key, None if out is None else (out.dtype, out.ndim,
                                                 out.strides[-1] == out.itemsize)))
