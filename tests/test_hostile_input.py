@@ -342,12 +342,42 @@ def test_many_scalar_arguments(backend, tmp_path, count):
     np.testing.assert_array_equal(got, acc)
 
 
+def test_long_and_or_and_comparison_chains(backend, tmp_path):
+    chain = " and ".join(f"a[0, 0] > {-i}" for i in range(1500))  # true iff a > 0
+    alts = " or ".join(f"a[0, 0] == {i}" for i in range(1500))  # true iff a in 0..1499
+    compare = " < ".join(["-1"] + [f"a[0, {j % 3 - 1}] + {i}" for i, j in
+                                   enumerate(range(600))])
+    text = (f"def deep_and(a):\n    return 1.0 if ({chain}) else 0.0\n\n"
+            f"def deep_or(a):\n    return {alts}\n\n"
+            f"def deep_compare(a):\n    return {compare}\n")
+    mod = _load_generated(tmp_path, "deep_bool", text)
+    a = np.array([[-0.5, 3.0, 0.25], [7.0, -2.0, 1499.0], [0.0, 2.5, -1.0]])
+    inner = a[1:-1, 1:-1]
+    got = sk.stencil(mod.deep_and, backend=backend)(a)
+    np.testing.assert_array_equal(got[1:-1, 1:-1], (inner > 0).astype(float))
+    got = sk.stencil(mod.deep_or, backend=backend)(a)
+    np.testing.assert_array_equal(got[1:-1, 1:-1], np.isin(inner, np.arange(1500.0)))
+    b = np.arange(12.0).reshape(3, 4)  # rows increase by 1 per column: the chain holds
+    got = sk.stencil(mod.deep_compare, backend=backend)(b)
+    np.testing.assert_array_equal(got[1:-1, 1:-1], _compare_chain(b))
+
+
+def _compare_chain(b: np.ndarray) -> np.ndarray:
+    out = np.ones((1, 2), bool)
+    prev = np.full((1, 2), -1.0)
+    for i, j in enumerate(range(600)):
+        cur = b[1:-1, 1 + j % 3 - 1:3 + j % 3 - 1] + i
+        out &= prev < cur
+        prev = cur
+    return out
+
+
 def test_too_deep_conditional_nesting_is_a_stencil_error(backend, tmp_path):
-    chain = " and ".join(f"a[0, 0] > {-i}" for i in range(1500))
-    mod = _load_generated(tmp_path, "deep_and", f"def deep_and(a):\n    return {chain}\n")
+    nested = " ".join(f"{i}.0 if a[0, 0] > {i / 1000} else" for i in range(900)) + " 0.0"
+    mod = _load_generated(tmp_path, "deep_if", f"def deep_if(a):\n    return {nested}\n")
     with pytest.raises(sk.StencilSyntaxError, match="nested too deeply") as info:
-        sk.stencil(mod.deep_and, backend=backend)(np.ones((3, 3)))
-    _named(info.value, "deep_and")
+        sk.stencil(mod.deep_if, backend=backend)(np.ones((3, 3)))
+    _named(info.value, "deep_if")
 
 
 # ---------------------------------------------------------------- computations

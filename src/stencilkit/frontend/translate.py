@@ -206,19 +206,14 @@ class Translator:
                 return _fold(d.UnaryOp(_UNARY[type(op)], self.expr(x), loc=loc))
             case ast.BoolOp(op=op, values=values):
                 name = "and" if isinstance(op, ast.And) else "or"
-                out = self.expr(values[0])
-                for v in values[1:]:
-                    out = d.BoolOp(name, out, self.expr(v), loc=loc)
-                return out
+                return _balanced(name, [self.expr(v) for v in values], loc)
             case ast.Compare(left=l, ops=ops, comparators=rights):
                 if any(type(o) not in _CMPOPS for o in ops):
                     raise self.error(e, "`is`/`in` comparisons are not supported",
                                      "compare numbers with == != < <= > >=")
                 terms = [self.expr(l), *[self.expr(r) for r in rights]]
-                out = d.Compare(_CMPOPS[type(ops[0])], terms[0], terms[1], loc=loc)
-                for op, a, b in zip(ops[1:], terms[1:], terms[2:]):
-                    out = d.BoolOp("and", out, d.Compare(_CMPOPS[type(op)], a, b, loc=loc), loc=loc)
-                return out
+                return _balanced("and", [d.Compare(_CMPOPS[type(op)], a, b, loc=loc)
+                                         for op, a, b in zip(ops, terms, terms[1:])], loc)
             case ast.IfExp(test=c, body=b, orelse=o):
                 return d.IfExp(self.expr(c), self.expr(b), self.expr(o), loc=loc)
             case ast.Call():
@@ -302,6 +297,15 @@ class Translator:
     def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
         raise self.error(e, f"call of '{ast.unparse(e.func)}' is not supported in kernels",
                          f"use one of {functions.supported_names()}")
+
+
+def _balanced(op: str, items: list[d.Expr], loc) -> d.Expr:
+    """``items[0] op items[1] op ...`` as a balanced tree: ``and``/``or`` are associative in
+    value and in what they evaluate, and a chain of thousands then nests only log2 deep."""
+    if len(items) == 1:
+        return items[0]
+    mid = len(items) // 2
+    return d.BoolOp(op, _balanced(op, items[:mid], loc), _balanced(op, items[mid:], loc), loc=loc)
 
 
 _HOIST_DEPTH = 48  # deeper operand chains are split into locals (see split_deep)
