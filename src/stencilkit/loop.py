@@ -39,9 +39,25 @@ def _specs(args: tuple[Arg, ...]) -> tuple[cpl.ArgSpec, ...]:
             arity = a.path.arity  # type: ignore[union-attr]
         elif a.kind == "entry":
             arity, entry = a.path.map.arity, a.path.index  # type: ignore[union-attr]
+        index = a.map.values.dtype if a.map is not None else np.dtype(np.int32)
         out.append(cpl.ArgSpec(a.kind, a.mode.value, a.obj.dtype, a.obj.dim, a.local_shape,
-                               arity, entry))
+                               arity, entry, index))
     return tuple(out)
+
+
+def _stores(node: object) -> list[d.Store]:
+    return [n for n in walk(node) if isinstance(n, d.Store)]
+
+
+def _truncates(store: d.Store, explicit: set[int], target: np.dtype) -> bool:
+    """A float value stored into an integer argument by an implicit conversion (one the
+    kernel did not write as int(...), np.int32(...), ...)."""
+    v = store.value
+    return (target.kind in "iub" and isinstance(v, d.Cast) and id(store) not in explicit
+            and v.value.dtype is not None and v.value.dtype.kind in "fc")
+
+
+RACE_MODES = ("auto", "color", "atomic")
 
 
 class ParLoop:
@@ -56,11 +72,18 @@ class ParLoop:
                 raise StencilError(f"{kernel!r} is not a kernel", hint="use @sk.kernel")
         if not isinstance(iterset, Set):
             raise StencilError(f"{iterset!r} is not an sk.Set", stencil=kernel.name)
+        if not args:
+            raise ArgumentError("a ParLoop needs at least one argument", stencil=kernel.name,
+                                hint="pass the Dats and Globals the kernel works on")
+        if race not in (None, *RACE_MODES):
+            raise ArgumentError(f"race={race!r} is not one of {RACE_MODES}",
+                                stencil=kernel.name, hint="race='color' or race='atomic'")
         check_args(kernel, iterset, args)
         self.kernel, self.iterset, self.args = kernel, iterset, tuple(args)
         self.backend = backend or kernel.backend
         self.race = race
         self.specs = _specs(self.args)
+        self._loc = None
         self._typed = self._analyse() if kernel.func is not None else None
 
     # ------------------------------------------------------------ analysis
@@ -71,6 +94,7 @@ class ParLoop:
 
         parsed, self._src = parse_kernel(self.kernel.func)
         name = parsed.name
+        self._loc = parsed.loc
         if len(parsed.params) != len(self.args):
             raise ArgumentError(f"the kernel takes {len(parsed.params)} arguments, the loop "
                                 f"passes {len(self.args)}", stencil=name, loc=parsed.loc,
@@ -85,6 +109,10 @@ class ParLoop:
             (n, t) for n, t in typed.local_types if n != RESULT))
         shapes = dict(zip(typed.params, (a.local_shape for a in self.args)))
         modes = dict(zip(typed.params, (a.mode for a in self.args)))
+        typed_of = dict(zip(typed.params, (a.obj.dtype for a in self.args)))
+        # typing keeps statements in order, so the n-th store is the n-th store as written
+        explicit = {id(t) for t, p in zip(_stores(typed), _stores(parsed))
+                    if isinstance(p.value, d.Cast)}
         for n in walk(typed):
             if isinstance(n, (d.Index, d.Store)):
                 arr = n.array
@@ -92,6 +120,13 @@ class ParLoop:
                     raise StencilTypeError(f"argument '{arr}' is passed READ but the kernel "
                                            "writes it", stencil=name, loc=n.loc,
                                            hint="pass it as WRITE, RW or INC")
+                if isinstance(n, d.Store) and _truncates(n, explicit, typed_of[arr]):
+                    # e.g. `count[0] += 0.5` into an int Dat would silently add 0
+                    raise StencilTypeError(
+                        f"the kernel stores a {n.value.value.dtype} value into '{arr}', whose Dat "
+                        f"holds {typed_of[arr]}: the fraction would be dropped silently",
+                        stencil=name, loc=n.loc,
+                        hint="give the Dat a float dtype, or convert explicitly with int(...)")
                 for x, size in zip(n.index, shapes[arr]):
                     if isinstance(x, d.Const) and not -size <= int(x.value) < size:
                         raise StencilTypeError(
@@ -104,6 +139,10 @@ class ParLoop:
 
     def _race_mode(self) -> str:
         race = self.race or current().race
+        if race not in RACE_MODES:
+            raise ArgumentError(f"race mode {race!r} (sk.configure or STENCILKIT_RACE) is not "
+                                f"one of {RACE_MODES}", stencil=self.kernel.name,
+                                hint="race='color' or race='atomic'")
         shared = [s for s in self.specs if s.writes_shared]
         if not shared:
             return "none"
@@ -162,6 +201,7 @@ class ParLoop:
         lazy.flush()
         chosen = backends.resolve(self.backend, self.kernel.name)
         _, fn = self._built(chosen)
+        self._check_objects()
         if chosen == "numpy":
             self._run_numpy(fn)
         else:
@@ -183,44 +223,123 @@ class ParLoop:
 
     def _check(self, status: int) -> None:
         if status:
-            raise ArgumentError("the kernel indexed a local array out of range",
-                                stencil=self.kernel.name,
+            raise ArgumentError("the kernel indexed a local array out of range at run time "
+                                "(nothing outside the data was touched)",
+                                stencil=self.kernel.name, loc=self._loc,
                                 hint="check the indices against the map arity and dim")
 
+    def _check_objects(self) -> None:
+        """Before each run, what the generated code trusts: every array still has the
+        shape, dtype and layout the loop was built for, and is writable where written.
+        O(arguments), whatever the sizes; Map values and Set sizes cannot change (see
+        parloop.Map), so their contents need no check here."""
+        name, n = self.kernel.name, self.iterset.size
+        for i, (a, spec) in enumerate(zip(self.args, self.specs)):
+            obj, m = a.obj, a.map
+            what = f"argument {i + 1} ({type(obj).__name__} {obj.name})"
+            if a.kind == "mat":
+                sp = obj.sparsity  # type: ignore[union-attr]
+                if sp.versions != (sp.rowmap.version, sp.colmap.version):
+                    raise ArgumentError(f"{what}: a map of its Sparsity was given new values "
+                                        "after the Sparsity was built", stencil=name,
+                                        loc=self._loc,
+                                        hint="build a new sk.Sparsity and sk.Mat on the maps")
+                expected: tuple[int, ...] = (sp.nnz,)
+            elif a.kind == "global":
+                expected = (spec.dim,)
+            else:
+                rows = n if m is None else m.to_set.size
+                expected = (rows,) if spec.dim == 1 else (rows, spec.dim)
+            data = obj._data
+            if (not isinstance(data, np.ndarray) or obj.dim != spec.dim
+                    or data.shape != expected or data.dtype != spec.dtype
+                    or not data.flags.c_contiguous):
+                got = (f"shape {data.shape}, dtype {data.dtype}" if isinstance(data, np.ndarray)
+                       else type(data).__name__)
+                raise ArgumentError(f"{what} now holds {got} (dim {obj.dim}); the loop was "
+                                    f"built for shape {expected}, dtype {spec.dtype}",
+                                    stencil=name, loc=self._loc,
+                                    hint="shape, dtype and dim of a Dat are fixed: assign "
+                                         "values with x.data[...] = v, or build a new Dat "
+                                         "and ParLoop")
+            if a.mode is not READ and not data.flags.writeable:
+                raise ArgumentError(f"{what} is read-only (its .data was made read-only) but "
+                                    f"the loop writes it ({a.mode.value})", stencil=name,
+                                    loc=self._loc,
+                                    hint="pass it READ, or make it writeable again: "
+                                         "x.data.flags.writeable = True")
+            if m is not None and (m.values.shape != (n, spec.arity)
+                                  or m.values.dtype != spec.index):
+                raise ArgumentError(f"{what}: map {m.name} no longer has {n} rows of "
+                                    f"{spec.arity} {spec.index} entries", stencil=name,
+                                    loc=self._loc, hint="build a new Map and ParLoop")
+
     def _coloring(self) -> list[np.ndarray]:
-        """Blocks of elements grouped by colour; cached on the map."""
-        targets = []
+        """Blocks of elements grouped by colour; cached on the first written map, keyed by
+        the maps' versions (never reused, unlike id(): a new map cannot inherit a stale
+        colouring)."""
+        written = []
         for a in self.args:
-            if a.kind in ("indirect", "entry") and a.mode in (INC, WRITE, RW, MIN, MAX):
-                vals = a.map.values  # type: ignore[union-attr]
-                cols = vals if a.kind == "indirect" else vals[:, [a.path.index]]  # type: ignore
-                targets.append((a.map.to_set.size, cols))  # type: ignore[union-attr]
+            if a.kind in ("indirect", "entry") and a.mode is not READ:
+                written.append((a.map, a.path.index if a.kind == "entry" else None))  # type: ignore
             elif a.kind == "mat":
-                rm, _ = a.path  # type: ignore[misc]
-                targets.append((rm.to_set.size, rm.values))
-        holder = next(a.map for a in self.args if a.map is not None)._colorings \
-            if any(a.map is not None for a in self.args) else {}
-        key = tuple((size, vals.shape, id(vals)) for size, vals in targets)
+                written.append((a.path[0], None))  # type: ignore[index]
+        holder = written[0][0]._colorings  # type: ignore[union-attr]
+        key = tuple((m.version, entry) for m, entry in written)  # type: ignore[union-attr]
         if key not in holder:
-            holder[key] = block_coloring(self.iterset.size, [t[1] for t in targets],
-                                         [t[0] for t in targets])
+            cols = [m.values if e is None else m.values[:, [e]]  # type: ignore[union-attr]
+                    for m, e in written]
+            holder[key] = block_coloring(self.iterset.size, cols,
+                                         [m.to_set.size for m, _ in written])  # type: ignore
         return holder[key]
 
     def _run_numpy(self, fn) -> None:
+        """One vectorized call over all elements; but RW through a map gathers and
+        scatters, so elements that share a target run in separate rounds: each sees the
+        others' updates, as in C's serial blocks (an increment by RW counts every time)."""
         n = self.iterset.size
+        if not n:
+            return
+        shared_rw = [(a.map, a.path.index if a.kind == "entry" else None)  # type: ignore
+                     for a in self.args if a.kind in ("indirect", "entry") and a.mode is RW]
+        if not shared_rw:
+            self._run_numpy_part(fn, n, None)
+            return
+        holder = shared_rw[0][0]._colorings  # type: ignore[union-attr]
+        key = ("rounds",) + tuple((m.version, e) for m, e in shared_rw)  # type: ignore
+        if key not in holder:
+            holder[key] = element_rounds(n, [m.values if e is None else m.values[:, [e]]
+                                             for m, e in shared_rw])  # type: ignore
+        rounds = holder[key]
+        if len(rounds) == 1:
+            self._run_numpy_part(fn, n, None)
+            return
+        for sel in rounds:
+            self._run_numpy_part(fn, n, sel)
+
+    def _run_numpy_part(self, fn, n: int, sel: np.ndarray | None) -> None:
+        """Run the elements ``sel`` (all when None)."""
+        count = n if sel is None else len(sel)
+        pick = (lambda x: x) if sel is None else (lambda x: x[sel])
         locals_: list[np.ndarray] = []
         finish = []
         for a in self.args:
             data = a.obj._data
-            shape = (n, *a.local_shape)
+            shape = (count, *a.local_shape)
             if a.kind == "direct" and a.mode in (MIN, MAX):
-                loc = data.reshape(shape).copy()
+                rows = data.reshape((n, *a.local_shape))
+                loc = pick(rows).copy()
                 red = np.minimum if a.mode is MIN else np.maximum
-                finish.append(lambda d_=data, l_=loc, r=red: r(d_, l_.reshape(d_.shape), out=d_))
+                finish.append(lambda d_=rows, l_=loc, r=red: d_.__setitem__(
+                    slice(None) if sel is None else sel, r(pick(d_), l_)))
             elif a.kind == "direct":
-                loc = data.reshape(shape)
+                rows = data.reshape((n, *a.local_shape))
+                loc = pick(rows)
+                if sel is not None and a.mode is not READ:
+                    finish.append(lambda d_=rows, l_=loc: d_.__setitem__(sel, l_))
             elif a.kind in ("indirect", "entry"):
-                idx = a.map.values if a.kind == "indirect" else a.map.values[:, a.path.index]  # type: ignore
+                idx = pick(a.map.values if a.kind == "indirect"  # type: ignore[union-attr]
+                           else a.map.values[:, a.path.index])  # type: ignore[union-attr]
                 view = data.reshape(data.shape[0], a.obj.dim)  # type: ignore[union-attr]
                 loc = view[idx].reshape(shape) if a.mode in (READ, RW, MIN, MAX) \
                     else np.zeros(shape, data.dtype)
@@ -246,16 +365,42 @@ class ParLoop:
                         slice(None), r(g, r.reduce(l_, axis=0)) if len(l_) else g))
             else:
                 loc = np.zeros(shape, data.dtype)
-                lmap = a.obj.sparsity.lmap  # type: ignore[union-attr]
+                lmap = pick(a.obj.sparsity.lmap)  # type: ignore[union-attr]
                 if a.mode is INC:
                     finish.append(lambda v=data, i=lmap, l_=loc: np.add.at(v, i, l_))
                 else:
                     finish.append(lambda v=data, i=lmap, l_=loc: v.__setitem__(i, l_))
             locals_.append(loc)
-        if n:
+        try:
             fn(*locals_)
-            for f in finish:
-                f()
+        except IndexError:
+            # a run-time index past a local block (NumPy checks it; C clamps, flags 2)
+            self._check(2)
+        for f in finish:
+            f()
+
+
+def element_rounds(n: int, maps: list[np.ndarray], max_rounds: int = 64) -> list[np.ndarray]:
+    """Elements in rounds such that no two elements of a round share a target entry (of
+    any of ``maps``, which index one target set each). Luby's rule: each element gets a
+    random priority, and a round takes every remaining element whose priority is the
+    lowest on all its targets (with priorities in element order, a chain of neighbours
+    would give one element per round). Past ``max_rounds`` (a target shared by very many
+    elements) the rest run one element per round."""
+    offsets = np.cumsum([0] + [int(m.max()) + 1 if m.size else 0 for m in maps])
+    rows = np.concatenate([m.astype(np.int64) + o for m, o in zip(maps, offsets)], axis=1)
+    priority = np.random.default_rng(0).permutation(n)
+    remaining = np.arange(n)
+    rounds: list[np.ndarray] = []
+    while remaining.size and len(rounds) < max_rounds:
+        r, p = rows[remaining], priority[remaining]
+        lowest = np.full(offsets[-1], n, np.int64)
+        np.minimum.at(lowest, r.reshape(-1), np.repeat(p, r.shape[1]))
+        wins = (lowest[r] == p[:, None]).all(axis=1)
+        rounds.append(remaining[wins])
+        remaining = remaining[~wins]
+    rounds += [remaining[i:i + 1] for i in range(remaining.size)]
+    return rounds
 
 
 _GENERATED: dict[tuple, tuple[str, object]] = {}
@@ -270,9 +415,17 @@ def scatter_add(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> No
     flat_index = index.reshape(-1)
     vals = values.reshape(flat_index.size, target.shape[1])
     if target.dtype.kind == "f":
+        rows, length = flat_index, target.shape[0]
+        if length > 4 * flat_index.size + 4096:
+            # few entries of a huge target: bincount over the distinct ones only
+            rows, flat_index = np.unique(flat_index, return_inverse=True)
+            flat_index, length = flat_index.reshape(-1), len(rows)
         for col in range(target.shape[1]):
-            target[:, col] += np.bincount(flat_index, weights=vals[:, col],
-                                          minlength=target.shape[0]).astype(target.dtype)
+            sums = np.bincount(flat_index, weights=vals[:, col], minlength=length)
+            if length == target.shape[0]:
+                target[:, col] += sums.astype(target.dtype)
+            else:
+                target[rows, col] += sums.astype(target.dtype)
     else:
         np.add.at(target, flat_index, vals)
 
@@ -287,30 +440,46 @@ def block_coloring(n: int, maps: list[np.ndarray], sizes: list[int],
     """Greedy colouring of contiguous blocks of elements: two blocks of one colour share no
     target entry, so a colour's blocks run in parallel without atomics while each block
     keeps the elements' order (and their locality). Returns, per colour, its blocks as an
-    int64 (count, 2) array of [start, end) pairs."""
+    int64 (count, 2) array of [start, end) pairs. Colours come in palettes of 64 (one bit
+    each per target entry); a block that finds a palette full tries the next, so any
+    number of colours is possible (a target shared by every element gives one per block)."""
     blocks = even_blocks(n, block)
-    used = [np.zeros(size, np.uint64) for size in sizes]
+    targets = []
+    for m, size in zip(maps, sizes):
+        m = np.asarray(m)
+        if size > 8 * m.size + 4096:
+            # a few entries of a huge target set: colour their distinct values only
+            uniq, inverse = np.unique(m, return_inverse=True)
+            m, size = inverse.reshape(m.shape), len(uniq)
+        targets.append((m, size))
+    palettes: list[list[np.ndarray]] = []
     colour_of = np.empty(len(blocks), np.int64)
     for b, (start, end) in enumerate(blocks):
-        rows = [m[start:end].reshape(-1) for m in maps]
-        taken = np.uint64(0)
-        for u, r in zip(used, rows):
-            if r.size:
-                taken |= np.bitwise_or.reduce(u[r])
-        free = ~int(taken) & ((1 << 64) - 1)
-        if free == 0:
-            raise StencilError("more than 64 colours needed", hint="use race='atomic'")
+        rows = [m[start:end].reshape(-1) for m, _ in targets]
+        p = 0
+        while True:
+            if p == len(palettes):
+                palettes.append([np.zeros(size, np.uint64) for _, size in targets])
+            used = palettes[p]
+            taken = 0
+            for u, r in zip(used, rows):
+                if r.size:
+                    taken |= int(np.bitwise_or.reduce(u[r]))
+            free = ~taken & ((1 << 64) - 1)
+            if free:
+                break
+            p += 1
         c = (free & -free).bit_length() - 1
         for u, r in zip(used, rows):
             u[r] |= np.uint64(1 << c)
-        colour_of[b] = c
-    return [np.ascontiguousarray(blocks[colour_of == c]) for c in range(int(colour_of.max()) + 1)
-            ] if len(blocks) else []
+        colour_of[b] = 64 * p + c
+    return [np.ascontiguousarray(blocks[colour_of == c]) for c in np.unique(colour_of)]
 
 
-def par_loop(kernel: Kernel, iterset: Set, *args: Arg, backend: str | None = None) -> ParLoop:
+def par_loop(kernel: Kernel, iterset: Set, *args: Arg, backend: str | None = None,
+             race: str | None = None) -> ParLoop:
     """Generate if needed and run (or queue, with ``sk.configure(lazy=True)``)."""
-    loop = ParLoop(kernel, iterset, *args, backend=backend)
+    loop = ParLoop(kernel, iterset, *args, backend=backend, race=race)
     if current().lazy:
         lazy.enqueue(loop.compute)
     else:

@@ -8,6 +8,7 @@ halo every field needs, allocates (and keeps) temporaries, and runs the generate
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from types import FunctionType
@@ -18,7 +19,7 @@ from . import backends
 from .analysis import schedule as sch
 from .build.extension import exec_generated
 from .codegen import numpy_computation
-from .errors import ArgumentError
+from .errors import ArgumentError, StencilError
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .passes.inline_temporaries import inline_temporaries
@@ -73,7 +74,9 @@ class ComputationStencil:
         self._written_fields = tuple(
             f.name for f in typed.fields
             if any(f.name in ms.written for ms in self.schedule.multistages))
-        self._temps: dict[tuple, dict[str, np.ndarray]] = {}
+        # Temporaries are reused between calls, per thread: concurrent calls from several
+        # threads must not share them.
+        self._local = threading.local()
 
     # ------------------------------------------------------------ introspection
 
@@ -101,25 +104,48 @@ class ComputationStencil:
                  validate_args: bool = True, exec_info: dict | None = None,
                  **kwargs: object) -> None:
         if exec_info is not None:
+            if not isinstance(exec_info, dict):
+                raise ArgumentError(f"exec_info must be a dict, got {type(exec_info).__name__}",
+                                    stencil=self.__name__, loc=self.definition.loc,
+                                    hint="pass exec_info={} (or None)")
             exec_info["call_start_time"] = time.perf_counter()
         values = self._bind(args, kwargs)
         fields = {f.name: values[f.name] for f in self.definition.fields}
         if validate_args:
             self._check_fields(fields)
+        else:  # unchecked types are the caller's risk; memory safety is not
+            self._check_arrays(fields)
         chosen = backends.resolve(self.backend, self.__name__)
         plan = self.plans["numpy" if chosen == "numpy" else "c"]
-        geo_key = (id(plan), tuple(a.shape for a in fields.values()),
-                   _hashable(origin), _hashable(domain))
-        geo = self._geo_cache.get(geo_key)
+        try:
+            geo_key = (id(plan), tuple(a.shape for a in fields.values()),
+                       _hashable(origin), _hashable(domain))
+            geo = self._geo_cache.get(geo_key)
+        except (TypeError, ValueError):  # malformed origin/domain: _geometry says what
+            geo_key, geo = None, None
         if geo is None:
-            geo = self._geometry(fields, origin, domain, validate_args, plan)
-            if validate_args:  # only validated geometries are reused
+            # The halos are checked whatever validate_args says: they keep every access of
+            # the generated code inside the arrays.
+            geo = self._geometry(fields, origin, domain, True, plan)
+            if geo_key is not None:
                 self._geo_cache[geo_key] = geo
         temps = self._temporaries(geo, plan)
         _, run = self._build(chosen, fields)
+        written: dict[str, np.ndarray] = {}
+        if chosen != "numpy":
+            values, written = self._aligned(values, fields)
         if exec_info is not None:
             exec_info["run_start_time"] = time.perf_counter()
-        run(values, temps, geo)
+        try:
+            run(values, temps, geo)
+        except (ValueError, TypeError, BufferError) as exc:
+            if isinstance(exc, StencilError):
+                raise
+            # what the compiled entry point refuses (validate_args=False lets more through)
+            raise ArgumentError(str(exc), stencil=self.__name__, loc=self.definition.loc,
+                                hint="check the fields' dimensions and dtypes") from None
+        for name, target in written.items():
+            target[...] = values[name]
         if exec_info is not None:
             exec_info["run_end_time"] = time.perf_counter()
             exec_info["call_end_time"] = time.perf_counter()
@@ -159,12 +185,28 @@ class ComputationStencil:
                                     stencil=self.__name__, loc=self.definition.loc,
                                     hint=f"pass an array for '{f.name}'")
         for s in self.definition.scalars:
-            v = values[s.name]
-            if isinstance(v, np.ndarray) or not isinstance(v, (bool, int, float, complex,
-                                                                  np.generic)):
-                raise ArgumentError(f"scalar parameter '{s.name}' got a {type(v).__name__}",
-                                    stencil=self.__name__, hint="pass a number")
+            self._check_scalar(s.name, s.dtype, values[s.name])
         return values
+
+    def _check_scalar(self, name: str, t: np.dtype, v: object) -> None:
+        """A scalar must be a number of a kind the parameter's type holds (no complex for a
+        float, no float for an int) and, for integers, in its range."""
+        kinds = {"b": "b", "i": "biu", "u": "biu", "f": "biuf", "c": "biufc"}[t.kind]
+        kind = ("b" if isinstance(v, (bool, np.bool_)) else
+                "i" if isinstance(v, (int, np.integer)) else
+                "f" if isinstance(v, (float, np.floating)) else
+                "c" if isinstance(v, (complex, np.complexfloating)) else None)
+        if kind is None or kind not in kinds:
+            what = type(v).__name__ if kind is None else f"{type(v).__name__} {v!r}"
+            raise ArgumentError(f"scalar parameter '{name}' ({t}) got a {what}",
+                                stencil=self.__name__, loc=self.definition.loc,
+                                hint=f"pass a number that converts to {t} without loss of kind")
+        if kind == "i" and t.kind in "iu":
+            info = np.iinfo(t)
+            if not info.min <= int(v) <= info.max:  # type: ignore[call-overload]
+                raise ArgumentError(f"scalar parameter '{name}' = {v} is outside the range "
+                                    f"of {t}", stencil=self.__name__, loc=self.definition.loc,
+                                    hint=f"pass an integer in [{info.min}, {info.max}]")
 
     def _check_fields(self, fields: dict[str, object]) -> None:
         for f in self.definition.fields:
@@ -182,10 +224,12 @@ class ComputationStencil:
                                         f" whose last dimensions are {f.data_dims}"
                                         if f.data_dims else ""))
             if a.dtype != f.dtype:
+                order = "" if a.dtype.isnative else " (non-native byte order)"
                 raise ArgumentError(f"field '{f.name}' is declared {f.dtype} but the array is "
-                                    f"{a.dtype}", stencil=self.__name__,
+                                    f"{a.dtype}{order}", stencil=self.__name__,
                                     loc=self.definition.loc,
                                     hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
+        self._check_arrays(fields)
         for name in self._written_fields:
             for other, b in fields.items():
                 if other != name and np.may_share_memory(fields[name], b):
@@ -193,6 +237,45 @@ class ComputationStencil:
                         f"field '{name}' is written and shares memory with field '{other}'",
                         stencil=self.__name__, loc=self.definition.loc,
                         hint="pass separate arrays (copy one of them)")
+
+    def _check_arrays(self, fields: dict[str, object]) -> None:
+        """What even ``validate_args=False`` checks (the geometry relies on it): arrays of
+        the right dimensions, written ones writable."""
+        for f in self.definition.fields:
+            a = fields[f.name]
+            if not isinstance(a, np.ndarray):
+                raise ArgumentError(f"field '{f.name}' must be an array, got "
+                                    f"{type(a).__name__}", stencil=self.__name__,
+                                    loc=self.definition.loc,
+                                    hint="pass a NumPy array (or an sk.zeros storage)")
+            if a.ndim != f.ndim or a.shape[len(f.axes):] != f.data_dims:
+                dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
+                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array "
+                                    f"has shape {a.shape}", stencil=self.__name__,
+                                    loc=self.definition.loc, hint=f"pass a {f.ndim}-D array")
+        for name in self._written_fields:
+            if not fields[name].flags.writeable:  # type: ignore[union-attr]
+                raise ArgumentError(f"field '{name}' is written by the stencil but the array "
+                                    "is read-only", stencil=self.__name__,
+                                    loc=self.definition.loc,
+                                    hint=f"pass a writable array for '{name}' (np.array(...) "
+                                         "copies a read-only or broadcast one)")
+
+    def _aligned(self, values: dict[str, object], fields: dict[str, np.ndarray]
+                 ) -> tuple[dict[str, object], dict[str, np.ndarray]]:
+        """The compiled code indexes in elements: a field whose address or strides are not
+        multiples of its item size runs on an aligned copy, copied back if written."""
+        odd = [n for n, a in fields.items() if a.ctypes.data % a.itemsize
+               or any(st % a.itemsize for st in a.strides)]
+        if not odd:
+            return values, {}
+        values = dict(values)
+        written = {}
+        for name in odd:
+            values[name] = np.array(fields[name])
+            if name in self._written_fields:
+                written[name] = fields[name]
+        return values, written
 
     # ------------------------------------------------------------ geometry
 
@@ -213,10 +296,17 @@ class ComputationStencil:
                   validate: bool, plan: Plan) -> Geometry:
         defn = self.definition
         given: dict[str, tuple[int, ...]] = {}
+        names = {f.name for f in defn.fields} | {"_all_"}
         if isinstance(origin, dict):
-            given = {k: tuple(v) for k, v in origin.items()}
+            for k, v in origin.items():
+                if k not in names:
+                    raise ArgumentError(f"origin names '{k}', which is not a field",
+                                        stencil=self.__name__, loc=defn.loc,
+                                        hint=f"use field names from {sorted(names - {'_all_'})}")
+                given[k] = self._int_tuple(v, f"origin of '{k}'", (1, 2, 3))
         elif origin is not None:
-            given = {f.name: tuple(origin) for f in defn.fields}  # type: ignore[arg-type]
+            o = self._int_tuple(origin, "origin", (1, 2, 3))
+            given = {f.name: o for f in defn.fields}
         origins: dict[str, Origin] = {}
         defaults = {f.name: self._own_origin(f.name) for f in defn.fields}
         shared = _shared_origin(defn, fields, defaults)
@@ -227,14 +317,15 @@ class ComputationStencil:
                 o3 = _expand(o, f.axes) if len(o) != 3 else o
                 origins[f.name] = tuple(int(x) for x in o3)  # type: ignore[assignment]
             elif "_all_" in given:
-                origins[f.name] = given["_all_"]  # type: ignore[assignment]
+                o = given["_all_"]
+                origins[f.name] = _expand(o, f.axes) if len(o) != 3 else o  # type: ignore
             else:
                 origins[f.name] = default
         if domain is not None:
-            dom = tuple(int(x) for x in domain)  # type: ignore[union-attr]
-            if len(dom) != 3:
-                raise ArgumentError(f"domain must have 3 entries, got {dom}",
-                                    stencil=self.__name__)
+            dom = self._int_tuple(domain, "domain", (3,))
+            if any(x < 0 for x in dom):
+                raise ArgumentError(f"domain {dom} has a negative size", stencil=self.__name__,
+                                    loc=defn.loc, hint="pass three sizes >= 0")
         else:
             dom = self._default_domain(fields, origins)
         self._check_min_domain(dom, plan)
@@ -253,6 +344,28 @@ class ComputationStencil:
         ext = self.schedule.extent(name)
         below, _ = self._k_need(name, 1 << 20)
         return (-ext[0], -ext[2], below)
+
+    def _int_tuple(self, value: object, what: str, lengths: tuple[int, ...]
+                   ) -> tuple[int, ...]:
+        """``value`` as a tuple of Python ints of one of ``lengths``, or an ArgumentError."""
+        try:
+            if isinstance(value, (str, bytes)):
+                raise TypeError
+            out = tuple(value)  # type: ignore[arg-type]
+        except TypeError:
+            out = None
+        if out is None or len(out) not in lengths or not all(
+                isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+                for x in out):
+            raise ArgumentError(f"{what} must be a tuple of {' or '.join(map(str, lengths))} "
+                                f"integers, got {value!r}", stencil=self.__name__,
+                                loc=self.definition.loc, hint=f"pass e.g. {what.split()[0]}="
+                                                              f"{(0,) * lengths[-1]}")
+        ints = tuple(int(x) for x in out)
+        if any(abs(x) >= 2**62 for x in ints):
+            raise ArgumentError(f"{what} {ints} is out of range", stencil=self.__name__,
+                                loc=self.definition.loc, hint="pass sizes that fit the arrays")
+        return ints
 
     def _default_domain(self, fields, origins) -> tuple[int, int, int]:
         dom = []
@@ -311,12 +424,12 @@ class ComputationStencil:
                              f"least origin + domain + {hi} along {axis}")
 
     def _temporaries(self, geo: Geometry, plan: Plan) -> dict[str, np.ndarray]:
-        key = tuple(sorted(geo.temp_shapes.items()))
-        temps = self._temps.get(key)
-        if temps is None:
-            temps = {t: np.zeros(geo.temp_shapes[t], dt)
-                     for t, dt in plan.definition.temporaries}
-            self._temps = {key: temps}  # keep only the latest geometry's buffers
+        key = (id(plan), tuple(sorted(geo.temp_shapes.items())))
+        cached = getattr(self._local, "temps", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        temps = {t: np.zeros(geo.temp_shapes[t], dt) for t, dt in plan.definition.temporaries}
+        self._local.temps = (key, temps)  # keep only the latest geometry's buffers
         return temps
 
     # ------------------------------------------------------------ code

@@ -3,11 +3,18 @@
 ``Set``, ``Map``, ``Dat``, ``Global``, ``Sparsity``, ``Mat`` hold data; ``dat(mode, map)``
 makes an ``Arg``; ``ParLoop(kernel, set, *args)`` records a loop, ``generate()`` returns its
 code (independent of set sizes and data, cached) and ``compute()`` runs it.
+
+What the generated loops trust cannot change behind their back: a Set's size is fixed, a
+Map's values are a validated, immutable private copy (reassigning ``values`` validates
+again), and every array's shape, dtype, layout and writability is checked before each run
+(a few attribute reads per argument). One object may appear in several arguments of a
+loop only if all of them READ it, as in PyOP2.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass
 from types import FunctionType
 
@@ -40,49 +47,121 @@ def _flush() -> None:
 
 
 class Set:
-    """An iteration set of ``size`` elements."""
+    """An iteration set of ``size`` elements; the size is fixed (Maps and Dats rely on it)."""
 
     _count = 0
 
     def __init__(self, size: int, name: str | None = None) -> None:
-        if int(size) != size or size < 0:
-            raise StencilError(f"Set size must be a non-negative integer, got {size!r}")
+        self._size = _count_arg(size, "Set size", "sk.Set(10)")
         Set._count += 1
-        self.size = int(size)
         self.name = name or f"set{Set._count}"
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @size.setter
+    def size(self, value: object) -> None:
+        # Maps and Dats on this set hold exactly `size` rows; a new size would let the
+        # generated loop run past them
+        raise ArgumentError(f"the size of Set {self.name} cannot change ({self._size} -> "
+                            f"{value!r}): its Maps and Dats hold {self._size} rows",
+                            hint="build a new sk.Set, with new Maps and Dats on it")
 
     def __repr__(self) -> str:
         return f"Set({self.size}, name={self.name!r})"
 
 
+def _count_arg(value: object, what: str, example: str, minimum: int = 0) -> int:
+    """``value`` as an int >= minimum, or a clear error (never int()'s own exceptions)."""
+    try:
+        n = int(value)  # type: ignore[call-overload]
+        ok = n == value and not isinstance(value, (str, bytes)) and n >= minimum
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        kind = "a positive" if minimum == 1 else "a non-negative"
+        raise ArgumentError(f"{what} must be {kind} integer, got {value!r}", hint=example)
+    return n
+
+
+def _need_set(obj: object, what: str, example: str) -> Set:
+    if not isinstance(obj, Set):
+        raise ArgumentError(f"{what} must be an sk.Set, got {obj!r}", hint=example)
+    return obj
+
+
+_versions = itertools.count(1)
+
+
+def _frozen_copy(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A private, immutable C-contiguous copy: an array over a read-only memoryview of the
+    copy, so neither the caller's array nor ``flags.writeable = True`` can change it."""
+    owned = np.array(arr, dtype=dtype, order="C", copy=True)
+    return np.frombuffer(memoryview(owned).toreadonly(), dtype=dtype).reshape(arr.shape)
+
+
 class Map:
-    """``arity`` entries of ``to_set`` for each element of ``from_set``."""
+    """``arity`` entries of ``to_set`` for each element of ``from_set``.
+
+    The values are a private immutable copy (int32, or int64 for target sets of 2**31
+    elements or more): generated loops index Dats with them unchecked, so they are
+    validated once here and cannot change behind the loops' back. Assigning ``values``
+    validates and copies again, and gives the map a new ``version`` (never reused).
+    """
 
     def __init__(self, from_set: Set, to_set: Set, arity: int, values: object,
                  name: str | None = None) -> None:
-        vals = np.asarray(values)
+        example = "sk.Map(cells, nodes, 3, values)"
+        self._from_set = _need_set(from_set, "the first argument of Map (from_set)", example)
+        self._to_set = _need_set(to_set, "the second argument of Map (to_set)", example)
+        self._arity = _count_arg(arity, "Map arity", example, minimum=1)
+        self.name = name or f"map_{from_set.name}_{to_set.name}"
+        self._colorings: dict[tuple, list[np.ndarray]] = {}
+        self.values = values
+
+    from_set = property(lambda self: self._from_set)
+    to_set = property(lambda self: self._to_set)
+    arity = property(lambda self: self._arity)
+
+    @property
+    def values(self) -> np.ndarray:
+        """The targets, shape (from_set.size, arity); read-only."""
+        return self._values
+
+    @values.setter
+    def values(self, values: object) -> None:
+        if hasattr(self, "_values"):
+            _flush()  # loops queued before the change run with the old values
+        n, arity, size = self._from_set.size, self._arity, self._to_set.size
+        try:
+            vals = np.asarray(values)
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError(f"Map {self.name}: values are not an array ({exc})") from exc
         if vals.ndim == 1 and arity == 1:
             vals = vals.reshape(-1, 1)
-        if vals.shape != (from_set.size, arity):
-            raise StencilError(f"Map values have shape {vals.shape}, expected "
-                               f"({from_set.size}, {arity}) for {from_set.size} elements of "
-                               f"arity {arity}", hint="pass one row of targets per element")
-        if vals.size and vals.dtype.kind not in "iu":
-            raise StencilError(f"Map values must be integers, got {vals.dtype}")
-        if vals.size and (vals.min() < 0 or vals.max() >= to_set.size):
-            bad = int(vals.min()) if vals.min() < 0 else int(vals.max())
-            raise StencilError(f"Map value {bad} points outside the target set of size "
-                               f"{to_set.size}", hint="every entry must be in [0, to_set.size)")
-        self.from_set, self.to_set, self.arity = from_set, to_set, int(arity)
-        self.values = np.ascontiguousarray(vals, dtype=np.int32 if to_set.size < 2**31 - 1
-                                           else np.int64)
-        self.values.flags.writeable = False
-        self.name = name or f"map_{from_set.name}_{to_set.name}"
-        self._colorings: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        if vals.shape != (n, arity):
+            raise ArgumentError(f"Map {self.name}: values have shape {vals.shape}, expected "
+                                f"({n}, {arity}) for {n} elements of arity {arity}",
+                                hint="pass one row of targets per element")
+        if vals.size and (vals.dtype.kind not in "iu" or vals.dtype == np.bool_):
+            raise ArgumentError(f"Map {self.name}: values must be integers, got {vals.dtype}",
+                                hint="pass an integer array, e.g. values.astype(np.int64)")
+        if vals.size:
+            lo, hi = int(vals.min()), int(vals.max())
+            if lo < 0 or hi >= size:
+                bad = lo if lo < 0 else hi
+                raise ArgumentError(f"Map {self.name}: value {bad} points outside the target "
+                                    f"set of size {size}",
+                                    hint="every entry must be in [0, to_set.size)")
+        self._values = _frozen_copy(vals, np.dtype(np.int32 if size < 2**31 - 1 else np.int64))
+        self.version = next(_versions)
+        self._colorings.clear()
 
     def __getitem__(self, i: int) -> MapEntry:
-        if not 0 <= i < self.arity:
-            raise StencilError(f"map entry {i} out of range for arity {self.arity}")
+        if not isinstance(i, (int, np.integer)) or not 0 <= i < self.arity:
+            raise ArgumentError(f"map entry {i!r} out of range for {self.name} of arity "
+                                f"{self.arity}", hint=f"use map[0] ... map[{self.arity - 1}]")
         return MapEntry(self, int(i))
 
     def __repr__(self) -> str:
@@ -103,27 +182,71 @@ class _DataCarrier:
         return data if dtype is None else data.astype(dtype)
 
 
+def _mode(mode: object, owner: str) -> Access:
+    if isinstance(mode, Access):
+        return mode
+    if isinstance(mode, str) and mode.upper() in Access.__members__:
+        return Access[mode.upper()]
+    raise ArgumentError(f"{owner}: {mode!r} is not an access mode",
+                        hint="use sk.READ, sk.WRITE, sk.RW, sk.INC, sk.MIN or sk.MAX")
+
+
+def _set_data(owner: _DataCarrier, value: object) -> None:
+    """Copy ``value`` into the carrier's array (same shape, same dtype), as ``x.data = v``."""
+    _flush()
+    target = owner._data
+    try:
+        arr = np.asarray(value)
+        if arr.size != target.size:
+            raise ValueError(f"{arr.size} values for {target.size}")
+        np.copyto(target, arr.reshape(target.shape), casting="same_kind")
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(f"{type(owner).__name__} {owner.name}: cannot assign data of shape "
+                            f"{np.shape(value)} to data of shape {target.shape} and dtype "
+                            f"{target.dtype} ({exc})",
+                            hint="assign values of the same shape and kind; the shape and "
+                                 "dtype of a Dat or Global are fixed") from None
+
+
 class Dat(_DataCarrier):
-    """Data on a set: ``dim`` values per element; ``.data`` is a NumPy view."""
+    """Data on a set: ``dim`` values per element; ``.data`` is a NumPy view.
+
+    The array is the Dat's own (the constructor copies). Its shape, dtype and layout are
+    checked each time a loop runs, so changing them in place gives an error, not a crash.
+    """
 
     def __init__(self, dataset: Set, data: object = None, dtype: object = None, dim: int = 1,
                  name: str | None = None) -> None:
-        self.dataset = dataset
-        self.dim = int(dim)
+        self.dataset = _need_set(dataset, "the first argument of Dat", "sk.Dat(nodes, dim=2)")
+        self.dim = _count_arg(dim, "Dat dim", "sk.Dat(nodes, dim=2)", minimum=1)
         shape = (dataset.size,) if self.dim == 1 else (dataset.size, self.dim)
         t = dtypes.as_dtype(dtype) if dtype is not None else None
         if data is None:
-            arr = np.zeros(shape, t or dtypes.FLOAT64)
+            try:
+                arr = np.zeros(shape, t or dtypes.FLOAT64)
+            except (MemoryError, ValueError):
+                raise ArgumentError(f"no memory for a Dat of shape {shape}",
+                                    hint="check the Set size and dim") from None
         else:
-            arr = np.asarray(data)
-            if t is not None:
-                arr = arr.astype(t)
-            elif arr.dtype.kind in "iub" and arr.dtype != np.bool_:
+            try:
+                arr = np.asarray(data)
+                if t is not None:
+                    arr = arr.astype(t)
+            except (TypeError, ValueError) as exc:
+                raise ArgumentError(f"Dat data is not a numeric array ({exc})",
+                                    hint="pass an array of shape (set size, dim)") from None
+            if arr.dtype.kind in "iub" and arr.dtype != np.bool_:
                 arr = arr.astype(dtypes.INT64 if arr.dtype.kind == "i" else arr.dtype)
             arr = np.array(arr, copy=True, order="C")
             if arr.size != dataset.size * self.dim:
                 raise StencilError(f"Dat data has {arr.size} values, expected {dataset.size} "
                                    f"elements x dim {self.dim}")
+            flat = dataset.size * self.dim
+            if arr.shape not in ((flat,), (dataset.size, self.dim)) and arr.ndim:
+                # e.g. a transposed (dim, n) array: reshaping would scramble it silently
+                raise ArgumentError(f"Dat data has shape {arr.shape}, expected "
+                                    f"({dataset.size}, {self.dim}) or ({flat},)",
+                                    hint="one row of dim values per element (transpose?)")
             arr = arr.reshape(shape)
         dtypes.as_dtype(arr.dtype)
         self._data = arr
@@ -135,6 +258,10 @@ class Dat(_DataCarrier):
         _flush()
         return self._data
 
+    @data.setter
+    def data(self, value: object) -> None:
+        _set_data(self, value)
+
     @property
     def data_ro(self) -> np.ndarray:
         _flush()
@@ -143,6 +270,10 @@ class Dat(_DataCarrier):
         return v
 
     def __call__(self, mode: Access, path: Map | MapEntry | None = None) -> Arg:
+        mode = _mode(mode, f"Dat {self.name}")
+        if path is not None and not isinstance(path, (Map, MapEntry)):
+            raise ArgumentError(f"Dat {self.name}: {path!r} is not a map",
+                                hint="write dat(mode), dat(mode, map) or dat(mode, map[i])")
         return Arg(self, mode, path)
 
     def __repr__(self) -> str:
@@ -154,12 +285,15 @@ class Global(_DataCarrier):
 
     def __init__(self, dim: int = 1, data: object = None, dtype: object = None,
                  name: str | None = None) -> None:
-        self.dim = int(dim)
+        self.dim = _count_arg(dim, "Global dim", "sk.Global(1, 0.0)", minimum=1)
         t = dtypes.as_dtype(dtype) if dtype is not None else None
         if data is None:
             arr = np.zeros(self.dim, t or dtypes.FLOAT64)
         else:
-            arr = np.array(data, dtype=t, ndmin=1).reshape(-1)
+            try:
+                arr = np.array(data, dtype=t, ndmin=1).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise ArgumentError(f"Global data {data!r} is not numeric ({exc})") from None
             if arr.dtype.kind == "i":
                 arr = arr.astype(dtypes.INT64)
             if arr.size != self.dim:
@@ -177,11 +311,10 @@ class Global(_DataCarrier):
 
     @data.setter
     def data(self, value: object) -> None:
-        _flush()
-        self._data[...] = value
+        _set_data(self, value)
 
     def __call__(self, mode: Access) -> Arg:
-        return Arg(self, mode, None)
+        return Arg(self, _mode(mode, f"Global {self.name}"), None)
 
     def __repr__(self) -> str:
         return f"Global(dim={self.dim}, dtype={self.dtype})"
@@ -191,6 +324,10 @@ class Sparsity:
     """The non-zero pattern of a matrix assembled through ``(rowmap, colmap)``."""
 
     def __init__(self, rowmap: Map, colmap: Map) -> None:
+        for m in (rowmap, colmap):
+            if not isinstance(m, Map):
+                raise ArgumentError(f"a Sparsity is built from two sk.Map, got {m!r}",
+                                    hint="sk.Sparsity(cell2node, cell2node)")
         if rowmap.from_set is not colmap.from_set:
             raise StencilError("row and column maps of a Sparsity must share their "
                                "iteration set")
@@ -206,14 +343,19 @@ class Sparsity:
         self.indptr = np.cumsum(self.indptr)
         self.indices = (unique % self.shape[1]).astype(np.int64)
         # position in the CSR values of each (element, row entry, column entry)
-        self.lmap = inverse.reshape(n, rowmap.arity, colmap.arity).astype(np.int64)
+        self.lmap = _frozen_copy(inverse.reshape(n, rowmap.arity, colmap.arity), np.int64)
         self.nnz = len(unique)
+        # a map given new values no longer matches this pattern (checked before each loop)
+        self.versions = (rowmap.version, colmap.version)
 
 
 class Mat(_DataCarrier):
     """A sparse matrix on a ``Sparsity``; ``to_scipy()`` returns a CSR matrix."""
 
     def __init__(self, sparsity: Sparsity, dtype: object = None, name: str | None = None) -> None:
+        if not isinstance(sparsity, Sparsity):
+            raise ArgumentError(f"a Mat is built on an sk.Sparsity, got {sparsity!r}",
+                                hint="sk.Mat(sk.Sparsity(rowmap, colmap))")
         self.sparsity = sparsity
         self.dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.FLOAT64
         self._data = np.zeros(sparsity.nnz, self.dtype)
@@ -239,8 +381,12 @@ class Mat(_DataCarrier):
         return scipy.sparse.csr_matrix((self._data.copy(), sp.indices, sp.indptr), shape=sp.shape)
 
     def __call__(self, mode: Access, maps: tuple[Map, Map]) -> Arg:
+        mode = _mode(mode, f"Mat {self.name}")
         if mode is not INC and mode is not WRITE:
             raise StencilError(f"matrices take INC (or WRITE), not {mode.value}")
+        if not isinstance(maps, tuple) or len(maps) != 2:
+            raise ArgumentError(f"Mat {self.name}: {maps!r} is not a (rowmap, colmap) pair",
+                                hint="mat(sk.INC, (rowmap, colmap))")
         rm, cm = maps
         if rm is not self.sparsity.rowmap or cm is not self.sparsity.colmap:
             raise StencilError("a Mat argument must use the maps of its Sparsity")
@@ -328,10 +474,13 @@ def kernel(func: FunctionType | None = None, *, backend: str | None = None):
     return Kernel(func, backend=backend)
 
 
+# Each element's local blocks live on the (OpenMP thread's) stack in the C loop.
+MAX_LOCAL_BYTES = 256 * 1024
+
+
 def check_args(kern: Kernel, iterset: Set, args: tuple[Arg, ...]) -> None:
     """The construction-time checks of a ParLoop: clear errors, never a crash later."""
     name = kern.name
-    direct_writers: dict[int, list[int]] = {}
     for i, a in enumerate(args):
         if not isinstance(a, Arg):
             raise ArgumentError(f"argument {i + 1} is {a!r}, not dat(mode[, map])",
@@ -358,8 +507,6 @@ def check_args(kern: Kernel, iterset: Set, args: tuple[Arg, ...]) -> None:
                 raise ArgumentError(f"argument {i + 1}: direct Dat lives on {dataset.name}, "
                                     f"the loop iterates over {iterset.name}", stencil=name,
                                     hint="pass a map: dat(mode, map)")
-            if a.mode is not READ:
-                direct_writers.setdefault(id(a.obj), []).append(i)
         else:
             if m.from_set is not iterset:
                 raise ArgumentError(f"argument {i + 1}: map {m.name} starts from "
@@ -369,10 +516,25 @@ def check_args(kern: Kernel, iterset: Set, args: tuple[Arg, ...]) -> None:
                 raise ArgumentError(f"argument {i + 1}: map {m.name} points into "
                                     f"{m.to_set.name}, the Dat lives on {dataset.name}",
                                     stencil=name)
+    # One object in several arguments is only defined when none of them writes it: the
+    # backends gather, scatter and reduce per argument at different times, and the C loop
+    # declares every argument `restrict` (PyOP2 rejects such conflicts too).
+    first: dict[int, int] = {}
     for i, a in enumerate(args):
-        if a.kind == "direct" and a.mode is INC:
-            others = [j for j in direct_writers.get(id(a.obj), []) if j != i]
-            if others:
-                raise ArgumentError(f"argument {i + 1} increments a direct Dat that argument "
-                                    f"{others[0] + 1} also writes", stencil=name,
-                                    hint="pass the Dat once, with mode RW")
+        j = first.setdefault(id(a.obj), i)
+        if j != i and (a.mode is not READ or args[j].mode is not READ):
+            what = "also writes" if a.mode is not READ else "also reads"
+            raise ArgumentError(f"argument {j + 1} passes {type(a.obj).__name__} "
+                                f"{a.obj.name} {args[j].mode.value} and argument {i + 1} "
+                                f"{what} it ({a.mode.value}); an object may appear in "
+                                "several arguments only if all of them READ it",
+                                stencil=name,
+                                hint="pass it once (RW, or INC and read the current value "
+                                     "from that argument), or copy it into a second Dat")
+    local_bytes = sum(int(np.prod(a.local_shape)) * a.obj.dtype.itemsize for a in args
+                      if a.kind in ("indirect", "entry", "mat") or (
+                          a.kind != "direct" and a.mode is not READ) or a.mode in (MIN, MAX))
+    if local_bytes > MAX_LOCAL_BYTES:
+        raise ArgumentError(f"the kernel's local blocks take {local_bytes} bytes per element "
+                            f"(limit {MAX_LOCAL_BYTES}): map arity x dim is too large",
+                            stencil=name, hint="split the map, or use a smaller dim")

@@ -19,7 +19,7 @@ from .build import cache
 from .build.extension import build_extension, current_toolchain, exec_generated, module_name
 from .codegen import c as c_codegen
 from .codegen import numpy as np_codegen
-from .errors import ArgumentError, StencilError, StencilSyntaxError, StencilTypeError
+from .errors import ArgumentError, Location, StencilError, StencilSyntaxError, StencilTypeError
 from .frontend.computation import is_computation
 from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
@@ -33,9 +33,59 @@ _COMPUTATION_OPTIONS = {"backend", "externals", "dtypes"}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
 
+_I64 = 2**63
+_I64_MIN = -(2**63)  # a constant: the call path compares with it per int argument
+
+
 def _array_key(a: np.ndarray) -> tuple:
     """Must equal the key ``PointStencil.__call__`` computes inline."""
     return (a.dtype, a.ndim, a.strides[-1] == a.itemsize)
+
+
+def _scalar_key(a: object) -> object:
+    """Must equal the key ``PointStencil.__call__`` computes inline: a Python int outside
+    int64 is typed uint64 (as Numba does), so it may not share int64's specialization."""
+    if type(a) is int and not _I64_MIN <= a < _I64:
+        return _int_key(a)
+    return type(a)
+
+
+def _int_key(a: int) -> str:
+    return "uint64" if _I64 <= a < 2**64 else "overflow"
+
+
+def _location(func: object):
+    code = getattr(func, "__code__", None)
+    return None if code is None else Location(code.co_filename, code.co_firstlineno, 1)
+
+
+def _checked_neighborhood(neighborhood: object, func: object) -> Neighborhood | None:
+    """``neighborhood=`` as a tuple of integer (lo, hi) pairs, or a StencilTypeError."""
+    if neighborhood is None:
+        return None
+    name = getattr(func, "__name__", "stencil")
+    hint = "pass neighborhood=((lo, hi), ...) with one pair of integers per dimension, lo <= hi"
+    try:
+        pairs = tuple(tuple(p) for p in neighborhood)  # type: ignore[union-attr]
+    except TypeError:
+        pairs = None
+    if not pairs or any(len(p) != 2 for p in pairs) or any(
+            isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer))
+            for p in pairs for x in p):
+        raise StencilTypeError(f"malformed neighborhood={neighborhood!r}", stencil=name,
+                               loc=_location(func), hint=hint)
+    out = tuple((int(lo), int(hi)) for lo, hi in pairs)
+    for lo, hi in out:
+        if lo > hi or max(abs(lo), abs(hi)) > _MAX_OFFSET:
+            raise StencilTypeError(
+                f"neighborhood pair {(lo, hi)} " + ("has lo > hi" if lo > hi else
+                                                    f"exceeds {_MAX_OFFSET} in magnitude"),
+                stencil=name, loc=_location(func), hint=hint)
+    return out
+
+
+#: Offsets beyond this can never meet an array (and would overflow 64-bit index arithmetic).
+_MAX_OFFSET = 2**40
 
 
 class PointStencil:
@@ -48,8 +98,7 @@ class PointStencil:
         self.__name__ = getattr(func, "__name__", "stencil")
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
-        self.explicit_neighborhood = (tuple(tuple(int(x) for x in p) for p in neighborhood)
-                                      if neighborhood is not None else None)
+        self.explicit_neighborhood = _checked_neighborhood(neighborhood, func)
         self.cval = cval
         self.standard_indexing = tuple(standard_indexing or ())
         self.backend = backend
@@ -97,7 +146,8 @@ class PointStencil:
         try:
             # The signature: (dtype, ndim, unit last stride) per array, the type of a scalar.
             key = tuple([(a.dtype, a.ndim, a.strides[-1] == a.itemsize)
-                         if type(a) is np.ndarray else type(a) for a in args])
+                         if type(a) is np.ndarray else type(a) if type(a) is not int
+                         or _I64_MIN <= a < _I64 else _int_key(a) for a in args])
             call = self._specs.get(
                 (key, None if out is None else (out.dtype, out.ndim,
                                                 out.strides[-1] == out.itemsize)))
@@ -120,7 +170,7 @@ class PointStencil:
         if out is not None and out.ndim == 0:
             raise ArgumentError("'out' is a 0-dimensional array", stencil=self.__name__,
                                 hint="pass out= with the shape of the first argument")
-        key = tuple(_array_key(a) if type(a) is np.ndarray else type(a) for a in args)
+        key = tuple(_array_key(a) if type(a) is np.ndarray else _scalar_key(a) for a in args)
         okey = None if out is None else _array_key(out)
         call = self._specs.get((key, okey))
         if call is None:
@@ -136,16 +186,28 @@ class PointStencil:
                 out.append(a.view(np.ndarray))  # the signature key sees its dtype and layout
             elif isinstance(a, (list, tuple)) or hasattr(a, "__array_interface__") \
                     or hasattr(a, "__array__") or hasattr(a, "__dlpack__"):
-                out.append(np.asarray(a))
+                try:
+                    out.append(np.asarray(a))
+                except (ValueError, TypeError, OverflowError) as exc:
+                    raise ArgumentError(f"argument {i + 1} does not convert to an array: {exc}",
+                                        stencil=self.__name__, loc=_location(self.func),
+                                        hint="pass a NumPy array (lists must be rectangular "
+                                             "and hold numbers)") from None
             else:
                 raise ArgumentError(f"argument {i + 1} is a {type(a).__name__}, not an array or "
                                     "a number", stencil=self.__name__,
                                     hint="pass NumPy arrays (or numbers for scalar parameters)")
-        return tuple(out)
+        # Non-native byte order: a native copy, computed on like any other array.
+        return tuple(a.astype(a.dtype.newbyteorder("="))
+                     if isinstance(a, np.ndarray) and not a.dtype.isnative else a for a in out)
 
     def _specialize(self, args, out, key, okey) -> PointCall:
         if out is not None and out.dtype not in dtypes.SUPPORTED:
-            raise ArgumentError(f"'out' has unsupported dtype {out.dtype}", stencil=self.__name__)
+            native = "" if out.dtype.isnative else " (non-native byte order)"
+            raise ArgumentError(f"'out' has unsupported dtype {out.dtype}{native}",
+                                stencil=self.__name__, loc=_location(self.func),
+                                hint="pass out= as a native-byte-order array of bool, (u)int8-64, "
+                                     "float32/64 or complex64/128")
         call = self._build(args, okey, None, out is not None)
         self._specs[(key, okey)] = call
         return call
@@ -170,11 +232,28 @@ class PointStencil:
                                         stencil=self.__name__, loc=kernel.loc,
                                         hint="use bool, (u)int8-64, float32/64 or complex64/128")
                 types.append(ArgType(a.dtype, a.ndim))
+            elif type(a) is int and not -_I64 <= a < 2**64:
+                raise ArgumentError(f"argument '{p}' = {a} does not fit in a 64-bit integer",
+                                    stencil=self.__name__, loc=kernel.loc,
+                                    hint="pass an integer in [-2**63, 2**64) (or a float)")
             else:
                 types.append(ArgType(dtypes.of_python_value(a)))
         return tuple(types)
 
     def _build(self, args, okey, backend: str | None, has_out: bool) -> PointCall:
+        try:
+            return self._build_unguarded(args, okey, backend, has_out)
+        except RecursionError:
+            # Long operator chains are split when parsed; what remains too deep is nesting
+            # inside conditional expressions or and/or chains.
+            raise StencilSyntaxError(
+                "an expression is nested too deeply to compile (a conditional expression or "
+                "an and/or chain of many hundreds of terms)", stencil=self.__name__,
+                loc=_location(self.func),
+                hint="split the expression into several assignments to local variables"
+            ) from None
+
+    def _build_unguarded(self, args, okey, backend: str | None, has_out: bool) -> PointCall:
         kernel, src = self._parse()
         name = self.__name__
         types = self._arg_types(args)
@@ -212,6 +291,10 @@ class PointStencil:
 
     def _converted_cval(self, rt: np.dtype, out_dtype: np.dtype, kernel: d.PointKernel):
         cval = 0 if self.cval is None else self.cval
+        if isinstance(cval, int) and not -_I64 <= cval < 2**64:
+            raise StencilTypeError(f"cval {cval!r} does not fit in a 64-bit number",
+                                   stencil=self.__name__, loc=kernel.loc,
+                                   hint=f"give a cval that converts to {rt}")
         if not dtypes.can_hold(cval, rt):
             raise StencilTypeError(f"cval {cval!r} does not convert to the stencil's return "
                                    f"type {rt}", stencil=self.__name__, loc=kernel.loc,
@@ -248,10 +331,20 @@ def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFuncti
                                              layout.out_unit_stride, "out"))
     wrapper_args.append(c_codegen.WrapperArg("fill_border", dtypes.BOOL, 0, role="scalar"))
     wrapper_args.append(c_codegen.WrapperArg("cval", out_dtype, 0, role="scalar"))
+    # An empty standard_indexing array: the kernel's bounds check reports a read of it, but
+    # the clamped element it reads instead does not exist either. Refuse before running,
+    # unless no interior point (so no read) exists.
+    no_interior = " || ".join(f"v0->shape[{dim}] <= {hi - lo}"
+                              for dim, (lo, hi) in enumerate(typed.neighborhood.border))
+    checks = tuple((f"v{i}->len != 0 || {no_interior}", f"standard_indexing array '{a.name}' "
+                    "is empty, so every read of it is out of range")
+                   for i, a in enumerate(wrapper_args) if a.role == "standard" and a.ndim > 0
+                   and a.name in kernel.standard)
     k = cache.key("c-point", repr(pipeline.POINT_PIPELINE), source, tc.identity,
-                  repr(wrapper_args))
+                  repr(wrapper_args), repr(checks))
     module = module_name(k)
-    full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name)
+    full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name,
+                                             checks)
     return source, build_extension(k, full, kernel.name)
 
 

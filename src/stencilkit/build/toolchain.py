@@ -77,10 +77,26 @@ def find_compiler(explicit: str | None = None) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=8)
+#: STENCILKIT_SANITIZE=1 builds generated code with AddressSanitizer and UBSan (the CI's
+#: sanitizer step; run Python with LD_PRELOAD=$(gcc -print-file-name=libasan.so)). The flags
+#: are part of the toolchain's identity, so sanitized builds have their own cache entries;
+#: -O1 (after -O3) keeps sanitized compiles fast.
+SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O1")
+
+
+def sanitize_requested() -> bool:
+    return os.environ.get("STENCILKIT_SANITIZE", "") not in ("", "0")
+
+
 def toolchain(cc: str | None = None, extra_flags: tuple[str, ...] = (),
               openmp: bool = True) -> Toolchain:
     """The toolchain for ``cc`` (default: $CC, gcc, clang, cc); raises if there is none."""
+    sanitize = SANITIZE_FLAGS if sanitize_requested() else ()
+    return _toolchain(cc, tuple(extra_flags) + sanitize, openmp)
+
+
+@functools.lru_cache(maxsize=8)
+def _toolchain(cc: str | None, extra_flags: tuple[str, ...], openmp: bool) -> Toolchain:
     found = find_compiler(cc)
     if found is None:
         raise BackendError("no C compiler found (looked for $CC, gcc, clang, cc)",
@@ -106,3 +122,6 @@ def _supports_openmp(cc: str) -> bool:
         proc = subprocess.run([cc, "-fopenmp", "-fPIC", "-shared", str(src), "-o",
                                str(Path(tmp) / "omp.so")], capture_output=True)
         return proc.returncode == 0
+
+
+toolchain.cache_clear = _toolchain.cache_clear  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ from ..ir import kernel as k
 from .cfamily import CFamilyPrinter, ctype, type_suffix
 
 PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
+STATUS_RANGE_STEP = 4  # the kernel's return value when a range() step was 0 (runtime.launch)
 
 _PRELUDE = """\
 #include <stdint.h>
@@ -139,9 +140,32 @@ static inline int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
 """
 
 
+# Float to integer as LLVM's fptosi lowers on x86-64 (what Numba gives): NaN and values
+# outside the range give the "integer indefinite" value INT64_MIN (INT32_MIN for 32 bits);
+# 8- and 16-bit results are the 32-bit conversion truncated.
+_F2I = {
+    8: """static inline int64_t sk_f2i_int64(double x) {
+    return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
+}""",
+    4: """static inline int32_t sk_f2i_int32(double x) {
+    return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN;
+}""",
+}
+
+
+def _f2i_source(t: np.dtype) -> str:
+    if t.itemsize >= 4:
+        return _F2I[t.itemsize]
+    return (f"static inline {ctype(t)} sk_f2i_{type_suffix(t)}(double x) {{\n"
+            f"    return ({ctype(t)})(uint32_t)((x > -2147483649.0 && x < 2147483648.0) "
+            f"? (int32_t)x : INT32_MIN);\n}}")
+
+
 def helper_source(op: str, t: np.dtype) -> str:
     if op in ("checked_offset", "wrap_index"):
         return ""
+    if op == "f2i":
+        return _f2i_source(t)
     if dtypes.is_complex(t):
         table = _COMPLEX_HELPERS
     elif dtypes.is_float(t):
@@ -166,6 +190,17 @@ class CPrinter(CFamilyPrinter):
         if s.vectorize:
             return [f"{indent}#pragma GCC ivdep"]
         return []
+
+    def loop(self, s: k.Loop, indent: str) -> list[str]:
+        lines = super().loop(s, indent)
+        if isinstance(s.step, k.Constant):
+            return lines
+        # range() with a run-time step of 0: Python raises, and the C loop would never end
+        # (with the GIL released, so not even Ctrl-C would stop it). Flag it and skip.
+        return [f"{indent}if ({self.expr(s.step)} == 0) {{",
+                f"{indent}    #pragma omp atomic write",
+                f"{indent}    sk_error = {STATUS_RANGE_STEP};",
+                f"{indent}}} else {{", *lines, f"{indent}}}"]
 
     def signature(self) -> str:
         params = []
@@ -219,7 +254,8 @@ def header_comment(kernel: k.KernelFunction) -> str:
         lines.append(f" *   {p.name:<16} {role}")
     lines += [" * Strides of the last dimension that are not parameters are 1.",
               " * Returns 0, or 1 when a run-time relative index left the neighbourhood,",
-              " * 2 when an absolute index was out of range (the element read as 0).",
+              " * 2 when an absolute index was out of range (the element read as 0),",
+              " * 4 when a range() step was 0 (the loop did not run).",
               " * (The Python entry point returns 3, without running, when out overlaps an input.) */"]
     return "\n".join(lines)
 

@@ -489,9 +489,11 @@ def build_c(defn: c.ComputationDef, sched: Schedule, src: SourceFunction,
     # Python-level arguments: fields, temporaries held in memory, origins, scalars, domain
     buffers = list(lowering.buffers)
     wargs: list[cgen.WrapperArg] = []
+    # Fields only read may be read-only arrays; written fields and temporaries must be writable
+    read_only = {f.name for f in defn.fields} - {n for ms in sched.multistages for n in ms.written}
     for name in buffers:
         buf = lowering.buffers[name]
-        wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim, True,
+        wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim, name not in read_only,
                                      False, "field"))
     origin_names = [f"origin_{n}_{a}" for n in buffers for a in lowering.axes[n]]
     wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role="scalar") for o in origin_names]

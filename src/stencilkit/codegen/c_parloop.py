@@ -31,6 +31,7 @@ class ArgSpec:
     local_shape: tuple[int, ...]
     arity: int = 0  # map arity (entry, indirect); rows x cols for mat
     entry: int = 0  # the map entry of an "entry" argument
+    index: np.dtype = np.dtype(np.int32)  # the map's values: int64 for targets >= 2**31
 
     @property
     def local_size(self) -> int:
@@ -138,7 +139,7 @@ def loop_function(name: str, kernel_call: str, specs: tuple[ArgSpec, ...], atomi
             params.append(f"{const}{t} *restrict a{i}")
             body.append(f"{const}{t} *l{i} = a{i} + e * {s.dim};")
         elif s.kind in ("indirect", "entry"):
-            params += [f"{const}{t} *restrict a{i}", f"const int32_t *restrict m{i}"]
+            params += [f"{const}{t} *restrict a{i}", f"const {ctype(s.index)} *restrict m{i}"]
             n_ent = s.local_shape[0] if s.kind == "indirect" else 1
             first = 0 if s.kind == "indirect" else s.entry
             body.append(f"{t} l{i}[{s.local_size}];")
@@ -223,10 +224,10 @@ def loop_header(name: str, kernel_name: str, specs: tuple[ArgSpec, ...]) -> str:
         if s.kind == "direct":
             what = f"a{i}: {t}[set size * {s.dim}], the Dat's values ({s.mode})"
         elif s.kind == "indirect":
-            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode}), m{i}: int32[set size * "
+            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode}), m{i}: {s.index}[set size * "
                     f"{s.arity}] the map; the kernel sees a gathered ({s.arity}, {s.dim}) block")
         elif s.kind == "entry":
-            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode}), m{i}: int32[set size * "
+            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode}), m{i}: {s.index}[set size * "
                     f"{s.arity}] the map, of which entry {s.entry} is used")
         elif s.kind == "global":
             what = f"a{i}: {t}[{s.dim}], a Global ({s.mode})"
@@ -273,7 +274,8 @@ def python_entry(name: str, specs: tuple[ArgSpec, ...], module: str) -> str:
         if s.kind in ("indirect", "entry", "mat"):
             lines += [f"    if (PyObject_GetBuffer(args[{pos}], &v[nv], PyBUF_C_CONTIGUOUS) != 0) "
                       "goto done;", f"    void *q{i} = v[nv++].buf;"]
-            call.append(f"({'const int64_t' if s.kind == 'mat' else 'const int32_t'} *)q{i}")
+            index = "int64_t" if s.kind == "mat" else ctype(s.index)
+            call.append(f"(const {index} *)q{i}")
             pos += 1
     lines += ["    int status;", "    Py_BEGIN_ALLOW_THREADS",
               f"    status = {name}({', '.join(call)});", "    Py_END_ALLOW_THREADS",

@@ -31,6 +31,14 @@ def type_suffix(t: np.dtype) -> str:
             "double _Complex": "c128", "bool": "b"}.get(ctype(t), ctype(t).replace("_t", ""))
 
 
+def _guarded_conversion(source: np.dtype, target: np.dtype) -> bool:
+    """Float to signed or narrow integer: C leaves NaN and out-of-range values undefined (GCC
+    even folds ``(double)(int64_t)x`` into ``trunc(x)``), so a helper gives Numba's x86-64
+    result. uint32/uint64 are left to the cast: Numba's own result depends on the CPU there."""
+    return dtypes.is_float(source) and dtypes.is_int(target) and (
+        not dtypes.is_unsigned(target) or target.itemsize <= 2)
+
+
 class CFamilyPrinter:
     """Prints kernel IR as C. Subclasses override the hooks for their dialect."""
 
@@ -89,6 +97,9 @@ class CFamilyPrinter:
                 return t
             case k.Load(buffer=b, indices=idx):
                 return f"{b.base.name}[{self.offset(b, idx)}]"
+            case k.Convert(value=v) if _guarded_conversion(v.dtype, e.dtype):
+                self.helpers.add(("f2i", e.dtype))
+                return f"sk_f2i_{type_suffix(e.dtype)}({self.expr(v)})"
             case k.Convert(value=v):
                 text, p = f"({ctype(e.dtype)}){self.expr(v, _UNARY_PREC)}", _UNARY_PREC
             case k.Select(cond=c, then=a, orelse=b):

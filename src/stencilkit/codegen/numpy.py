@@ -158,8 +158,8 @@ class NumpyPrinter:
                                 "array values", stencil=self.kernel.name, loc=s.loc,
                                 hint="use the 'c' backend for data-dependent loop bounds")
                     self.loop_vars.add(v)
-                    self.emit(indent, f"for v_{v} in range(int({self.expr(a)}), "
-                                      f"int({self.expr(b)}), int({self.expr(c)})):")
+                    self.emit(indent, f"for v_{v} in _rt.checked_range({self.expr(a)}, "
+                                      f"{self.expr(b)}, {self.expr(c)}):")
                     self.stmts(body, indent + "    ", mask)
                     self.emit(indent + "    ", "pass")
                 case d.While(cond=c, body=body):

@@ -36,7 +36,7 @@ from .static import (
     is_inlined_call,
     static_value,
 )
-from .translate import _BINOPS, Translator
+from .translate import Translator
 
 _ZERO = (0, 0, 0)
 
@@ -347,14 +347,16 @@ class ComputationTranslator(Translator):
                 return self.return_stmt(s, value)
             case ast.AugAssign(target=target, op=op, value=value):
                 current = self.expr(_as_load(target))
-                new = d.BinOp(_BINOPS[type(op)], current, self.expr(value), loc=loc)
+                new = d.BinOp(self.binop(op, s), current, self.expr(value), loc=loc)
                 return self.store(target, new, s)
             case ast.Expr(value=ast.Call()):
                 raise self.error(s, "the value of this call is not used",
                                  "assign it: name = call(...)")
             case ast.For():
-                raise self.error(s, "`for` loops are not supported in computations",
-                                 "use a `while` loop, or a FORWARD/BACKWARD computation")
+                # gtscript has none (no backend would know the counter)
+                raise self.error(s, "for loops are not part of the computation language",
+                                 "unroll the loop, use a `while` loop over a temporary, or a "
+                                 "FORWARD/BACKWARD computation")
         return super().stmt(s)
 
     def nested_stmts(self, body: list[ast.stmt], where: str) -> tuple[d.Stmt, ...]:

@@ -57,7 +57,7 @@ def parse_point_kernel(func: object, standard_indexing: tuple[str, ...] = ()) ->
         relative.add(array)
         return d.Access(array, index, loc=src.loc(node))
 
-    translator = Translator(src, locals_, subscript)
+    translator = Translator(src, locals_, subscript, hoist_deep=True)
     stmts = translator.stmts(body)
     kernel = d.PointKernel(name, params, stmts, relative=frozenset(relative), standard=standard,
                            loc=loc)

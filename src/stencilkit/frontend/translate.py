@@ -15,7 +15,7 @@ from types import ModuleType
 import numpy as np
 
 from .. import dtypes
-from ..errors import StencilSyntaxError
+from ..errors import StencilError, StencilSyntaxError, StencilTypeError
 from ..ir import definition as d
 from . import functions
 from .source import SourceFunction
@@ -37,16 +37,18 @@ class Translator:
     """
 
     def __init__(self, src: SourceFunction, local_names: set[str], subscript: SubscriptHandler,
-                 *, stencil: str | None = None) -> None:
+                 *, stencil: str | None = None, hoist_deep: bool = False) -> None:
         self.src = src
         self.locals = local_names
         self.subscript = subscript
         self.stencil = stencil or src.name
+        self.hoist_deep = hoist_deep  # split very deep expressions into locals (point kernels)
+        self.hoisted = 0
 
     # ------------------------------------------------------------ errors
 
     def error(self, node: ast.AST, message: str, hint: str | None = None,
-              cls: type[StencilSyntaxError] = StencilSyntaxError) -> StencilSyntaxError:
+              cls: type[StencilError] = StencilSyntaxError) -> StencilError:
         return cls(message, stencil=self.stencil, loc=self.src.loc(node), hint=hint)
 
     # ------------------------------------------------------------ statements
@@ -57,8 +59,47 @@ class Translator:
             if i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) \
                     and isinstance(s.value.value, str):
                 continue  # docstring
-            out.extend(self.stmt(s))
+            if self.hoist_deep:
+                for pre in self.split_deep(s):
+                    out.extend(self.stmt(pre))
+            else:
+                out.extend(self.stmt(s))
         return tuple(out)
+
+    def split_deep(self, s: ast.stmt) -> list[ast.stmt]:
+        """``s``, preceded by assignments of fresh locals that take over subexpressions nested
+        deeper than ``_HOIST_DEPTH``: a sum of thousands of terms then needs no deep recursion
+        in any later pass, nor deeply nested parentheses in generated code. Only operands that
+        are always evaluated are hoisted (never out of a conditional expression or ``and``/
+        ``or``), and the statement keeps its order of operations, so results are unchanged."""
+        value = getattr(s, "value", None) if isinstance(
+            s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)) else None
+        if value is None or _depth_at_least(value, _HOIST_DEPTH) is False:
+            return [s]
+        pre: list[ast.stmt] = []
+        depth: dict[int, int] = {}
+        stack: list[tuple[ast.expr, bool]] = [(value, False)]
+        while stack:
+            node, visited = stack.pop()
+            slots = _operand_slots(node)
+            if not visited:
+                stack.append((node, True))
+                stack.extend((child, False) for _, child in slots)
+                continue
+            deepest = 0
+            for put, child in slots:
+                d_child = depth.pop(id(child), 1)
+                if d_child >= _HOIST_DEPTH:
+                    self.hoisted += 1
+                    name = f"sk_hoisted_{self.hoisted}"
+                    self.locals.add(name)
+                    pre.append(ast.copy_location(ast.Assign(
+                        targets=[ast.Name(name, ast.Store())], value=child), s))
+                    put(ast.copy_location(ast.Name(name, ast.Load()), child))
+                    d_child = 1
+                deepest = max(deepest, d_child)
+            depth[id(node)] = deepest + 1
+        return [*pre, s]
 
     def stmt(self, s: ast.stmt) -> list[d.Stmt]:
         loc = self.src.loc(s)
@@ -71,7 +112,7 @@ class Translator:
             case ast.AnnAssign(target=target, value=value) if value is not None:
                 return self.assign(target, value, s)
             case ast.AugAssign(target=ast.Name(id=name), op=op, value=value):
-                opname = _BINOPS[type(op)]
+                opname = self.binop(op, s)
                 return [d.Assign(name, d.BinOp(opname, d.Name(name, loc=loc), self.expr(value),
                                                loc=loc), loc=loc)]
             case ast.AugAssign(target=ast.Subscript() as t):
@@ -138,9 +179,18 @@ class Translator:
 
     # ------------------------------------------------------------ expressions
 
+    def binop(self, op: ast.operator, node: ast.AST) -> str:
+        if type(op) not in _BINOPS:  # `@` (matrix product)
+            raise self.error(node, "the `@` operator is not supported in kernels",
+                             "kernels compute with scalars; write the products and sums out")
+        return _BINOPS[type(op)]
+
     def expr(self, e: ast.expr) -> d.Expr:
         loc = self.src.loc(e)
         match e:
+            case ast.Constant(value=int(v)) if not -(2**63) <= v < 2**64:
+                raise self.error(e, f"integer constant {v} does not fit in 64 bits",
+                                 "use a smaller integer, or a float", cls=StencilTypeError)
             case ast.Constant(value=v) if isinstance(v, (bool, int, float, complex)):
                 return d.Const(v, dtype=dtypes.of_python_value(v), loc=loc)
             case ast.Constant(value=v):
@@ -151,24 +201,19 @@ class Translator:
             case ast.Attribute():
                 return self.constant_value(self.resolve_attribute(e), e)
             case ast.BinOp(left=l, op=op, right=r):
-                return _fold(d.BinOp(_BINOPS[type(op)], self.expr(l), self.expr(r), loc=loc))
+                return _fold(d.BinOp(self.binop(op, e), self.expr(l), self.expr(r), loc=loc))
             case ast.UnaryOp(op=op, operand=x):
                 return _fold(d.UnaryOp(_UNARY[type(op)], self.expr(x), loc=loc))
             case ast.BoolOp(op=op, values=values):
                 name = "and" if isinstance(op, ast.And) else "or"
-                out = self.expr(values[0])
-                for v in values[1:]:
-                    out = d.BoolOp(name, out, self.expr(v), loc=loc)
-                return out
+                return _balanced(name, [self.expr(v) for v in values], loc)
             case ast.Compare(left=l, ops=ops, comparators=rights):
                 if any(type(o) not in _CMPOPS for o in ops):
                     raise self.error(e, "`is`/`in` comparisons are not supported",
                                      "compare numbers with == != < <= > >=")
                 terms = [self.expr(l), *[self.expr(r) for r in rights]]
-                out = d.Compare(_CMPOPS[type(ops[0])], terms[0], terms[1], loc=loc)
-                for op, a, b in zip(ops[1:], terms[1:], terms[2:]):
-                    out = d.BoolOp("and", out, d.Compare(_CMPOPS[type(op)], a, b, loc=loc), loc=loc)
-                return out
+                return _balanced("and", [d.Compare(_CMPOPS[type(op)], a, b, loc=loc)
+                                         for op, a, b in zip(ops, terms, terms[1:])], loc)
             case ast.IfExp(test=c, body=b, orelse=o):
                 return d.IfExp(self.expr(c), self.expr(b), self.expr(o), loc=loc)
             case ast.Call():
@@ -252,6 +297,52 @@ class Translator:
     def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
         raise self.error(e, f"call of '{ast.unparse(e.func)}' is not supported in kernels",
                          "call math.* or NumPy functions (sqrt, exp, minimum, ...)")
+
+
+def _balanced(op: str, items: list[d.Expr], loc) -> d.Expr:
+    """``items[0] op items[1] op ...`` as a balanced tree: ``and``/``or`` are associative in
+    value and in what they evaluate, and a chain of thousands then nests only log2 deep."""
+    if len(items) == 1:
+        return items[0]
+    mid = len(items) // 2
+    return d.BoolOp(op, _balanced(op, items[:mid], loc), _balanced(op, items[mid:], loc), loc=loc)
+
+
+_HOIST_DEPTH = 48  # deeper operand chains are split into locals (see split_deep)
+
+
+def _operand_slots(node: ast.expr) -> list[tuple[Callable[[ast.expr], None], ast.expr]]:
+    """The operands of ``node`` that are always evaluated, each with a setter."""
+    def put(obj: object, attr: str) -> Callable[[ast.expr], None]:
+        return lambda v: setattr(obj, attr, v)
+
+    def put_item(seq: list, i: int) -> Callable[[ast.expr], None]:
+        return lambda v: seq.__setitem__(i, v)
+
+    match node:
+        case ast.BinOp():
+            return [(put(node, "left"), node.left), (put(node, "right"), node.right)]
+        case ast.UnaryOp():
+            return [(put(node, "operand"), node.operand)]
+        case ast.Compare(ops=[_]):
+            return [(put(node, "left"), node.left),
+                    (put_item(node.comparators, 0), node.comparators[0])]
+        case ast.Call(keywords=[]):
+            return [(put_item(node.args, i), a) for i, a in enumerate(node.args)
+                    if not isinstance(a, ast.Starred)]
+    return []
+
+
+def _depth_at_least(e: ast.expr, limit: int) -> bool:
+    """Whether the chain of always-evaluated operands under ``e`` reaches ``limit`` (iterative:
+    the expressions this guards against are too deep for recursion)."""
+    stack = [(e, 1)]
+    while stack:
+        node, d_ = stack.pop()
+        if d_ >= limit:
+            return True
+        stack.extend((child, d_ + 1) for _, child in _operand_slots(node))
+    return False
 
 
 def _convert(value: object, t: np.dtype) -> bool | int | float | complex:

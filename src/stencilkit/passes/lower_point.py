@@ -181,6 +181,8 @@ class PointLowering:
                     out.append(k.Branch(self.expr(c), self.stmts(b), self.stmts(o), loc=s.loc,
                                         source=src))
                 case d.For(var=v, start=a, stop=b, step=c, body=b_):
+                    if not isinstance(c, d.Const):  # the printer checks for a zero step
+                        self.uses_error_flag = True
                     out.append(k.Loop(self.locals[v], self.expr(a), self.expr(b), self.expr(c),
                                       self.stmts(b_), loc=s.loc, source=src))
                 case d.While(cond=c, body=b_):

@@ -14,10 +14,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ArgumentError, Location
+from .numpy_support import RangeStepError
 
 STATUS_NEIGHBORHOOD = 1
 STATUS_INDEX = 2
 STATUS_OVERLAP = 3
+STATUS_RANGE_STEP = 4
 
 
 class PointCall:
@@ -41,6 +43,7 @@ class PointCall:
         self.source = source
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
+        given = out
         try:
             if out is None:
                 out = np.empty(args[0].shape, self.out_dtype)
@@ -48,9 +51,26 @@ class PointCall:
             else:
                 status = self.entry(*args, out, self.has_cval, self.cval)
         except (ValueError, BufferError, TypeError) as exc:
+            if _misaligned(args, given):
+                return self._aligned_call(args, given)
             raise self._argument_error(args, out, exc) from None
         if status:
             return self._after(status, args, out)
+        return out
+
+    def _aligned_call(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
+        """Arrays whose address or strides are not multiples of the item size (the generated
+        code indexes in elements): run on aligned copies, then copy the result back."""
+        args = tuple(np.array(a) if isinstance(a, np.ndarray) and _misaligned((a,), None)
+                     else a for a in args)
+        if out is None or not _misaligned((), out):
+            return self(args, out)
+        if not out.flags.writeable:
+            raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
+                                hint="pass a writable array as out=")
+        aligned = np.array(out)  # keeps the border when no cval was given
+        self(args, aligned)
+        out[...] = aligned
         return out
 
     def _after(self, status: int, args: tuple, out: np.ndarray) -> np.ndarray:
@@ -82,6 +102,9 @@ class NumpyPointCall(PointCall):
     __slots__ = ()
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
+        # A Python int beyond int64 is a uint64 scalar (its specialization says so); NumPy
+        # would refuse it next to an int64 array (NEP 50).
+        args = tuple(np.uint64(a) if type(a) is int and a >= 2**63 else a for a in args)
         if out is None:
             out = np.empty(args[0].shape, self.out_dtype)
             fill = True
@@ -97,10 +120,24 @@ class NumpyPointCall(PointCall):
         except IndexError as exc:
             status = STATUS_NEIGHBORHOOD if "relative" in str(exc) else STATUS_INDEX
             raise status_error(status, self.name, self.loc) from None
+        except RangeStepError:
+            raise status_error(STATUS_RANGE_STEP, self.name, self.loc) from None
         return out
 
 
+def _misaligned(args: tuple, out: np.ndarray | None) -> bool:
+    for a in (*args, out):
+        if isinstance(a, np.ndarray) and (
+                a.ctypes.data % a.itemsize or any(st % a.itemsize for st in a.strides)):
+            return True
+    return False
+
+
 def status_error(status: int, name: str, loc: Location | None) -> ArgumentError:
+    if status == STATUS_RANGE_STEP:
+        return ArgumentError("range() arg 3 must not be zero (a loop's step was 0 at run "
+                             "time)", stencil=name, loc=loc,
+                             hint="give range() a non-zero step; out is incomplete")
     what = ("a run-time relative index left the declared neighborhood"
             if status == STATUS_NEIGHBORHOOD
             else "an absolute (standard_indexing) index was out of range")

@@ -7,6 +7,16 @@ import math
 import numpy as np
 
 
+class RangeStepError(Exception):
+    """A ``range()`` in a kernel got a step of 0 (the caller turns it into an ArgumentError)."""
+
+
+def checked_range(start, stop, step) -> range:
+    if int(step) == 0:
+        raise RangeStepError
+    return range(int(start), int(stop), int(step))
+
+
 def shifted(a: np.ndarray, offset: tuple, lo: tuple[int, ...], hi: tuple[int, ...],
             shape: tuple[int, ...]) -> np.ndarray:
     """The interior region of the first array (of ``shape``), shifted by ``offset``, as a view
