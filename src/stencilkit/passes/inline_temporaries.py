@@ -8,6 +8,12 @@ nothing else reads any more are dropped. Values are identical (the same operatio
 same inputs). The interval then fuses into one stage whose temporaries are all registers:
 each shifted value is computed once per point, instead of being stored to and reloaded from
 a temporary array (GT4Py's "on-the-fly" merging, with common subexpressions kept).
+
+A shifted value is computed where it is first read, unless a statement between the
+definition and that read writes something the definition reads (``tmp = x; x = y; y = tmp``):
+then it is computed right after the definition, where the inputs still hold the values the
+definition saw. Either place gives the definition's value, because each statement acts on
+the whole plane before the next; the later one merely keeps fewer values live.
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ def _zero(name: str, e: d.Access, dtype) -> d.Access:
 
 
 class _IntervalInliner:
-    def __init__(self, temps: dict[str, object], keep: set[str]) -> None:
+    def __init__(self, temps: dict[str, object], keep: set[str],
+                 eager: dict[tuple[str, int], set[Offset]]) -> None:
         self.temps = temps            # temporary -> dtype
         self.keep = keep              # temporaries read outside this interval
+        self.eager = eager            # definitions whose shifted values are computed at once
         self.version: dict[str, int] = {}
         self.definitions: dict[tuple[str, int], tuple[d.Expr, dict[str, int], object]] = {}
+        self.defined_at: dict[tuple[str, int], int] = {}  # position in body of the definition
         self.made: dict[tuple[str, int, Offset], str] = {}
+        self.made_at: dict[str, tuple[str, int, Offset]] = {}  # register -> its key
         self.body: list[d.Stmt] = []
         self.new_temps: dict[str, object] = {}
 
@@ -47,6 +57,7 @@ class _IntervalInliner:
             self.body.append(d.Assign(name, value, loc=loc))
             self.new_temps[name] = self.temps[t]
             self.made[key] = name
+            self.made_at[name] = key
         return self.made[key]
 
     def replace(self, e: d.Expr, versions: dict[str, int], shift: Offset) -> d.Expr:
@@ -69,7 +80,10 @@ class _IntervalInliner:
         if s.target in self.temps:
             ver = self.version.get(s.target, -1) + 1
             self.definitions[(s.target, ver)] = (s.value, dict(self.version), s.loc)
+            self.defined_at[(s.target, ver)] = len(self.body)
             self.version[s.target] = ver
+            for off in sorted(self.eager.get((s.target, ver), ())):
+                self.register(s.target, ver, off)
             redefined = any(s.target in writes(x) for x in later)
             if s.target in self.keep and not redefined:  # others read the stored values
                 value = self.replace(s.value, self.definitions[(s.target, ver)][1], (0, 0, 0))
@@ -77,6 +91,36 @@ class _IntervalInliner:
             return
         self.body.append(dataclasses.replace(s, value=self.replace(s.value, self.version,
                                                                     (0, 0, 0))))
+
+    def stale(self) -> dict[tuple[str, int], set[Offset]]:
+        """Shifted values computed after a statement that overwrote one of their inputs."""
+        out: dict[tuple[str, int], set[Offset]] = {}
+        for pos, s in enumerate(self.body):
+            key = self.made_at.get(s.target)  # type: ignore[attr-defined]
+            if key is None:
+                continue
+            inputs = {a.field for a in reads(s) if a.field not in self.made_at}
+            start = self.defined_at[key[:2]]
+            if any(set(writes(x)) & inputs for x in self.body[start:pos]):
+                out.setdefault(key[:2], set()).add(key[2])
+        return out
+
+
+def _inline_interval(body: tuple[d.Assign, ...], temps: dict[str, object],
+                     keep: set[str]) -> _IntervalInliner | None:
+    """Inline one interval; computing every stale value early can make others stale in turn
+    (they move up past the same writes), so repeat until none is; None if that fails."""
+    eager: dict[tuple[str, int], set[Offset]] = {}
+    for _ in range(len(body) + 2):
+        inliner = _IntervalInliner(temps, keep, eager)
+        for s_i, s in enumerate(body):
+            inliner.statement(s, body[s_i + 1:])
+        stale = inliner.stale()
+        if not stale:
+            return inliner
+        for key, offs in stale.items():
+            eager.setdefault(key, set()).update(offs)
+    return None
 
 
 def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
@@ -102,9 +146,10 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
                 intervals.append(iv)
                 continue
             keep = {t for t, where in readers.items() if where - {(b_i, iv_i)}}
-            inliner = _IntervalInliner(temps, keep)
-            for s_i, s in enumerate(iv.body):
-                inliner.statement(s, iv.body[s_i + 1:])  # type: ignore[arg-type]
+            inliner = _inline_interval(iv.body, temps, keep)  # type: ignore[arg-type]
+            if inliner is None:
+                intervals.append(iv)
+                continue
             new_temps.update(inliner.new_temps)
             intervals.append(dataclasses.replace(iv, body=tuple(inliner.body)))
         blocks.append(dataclasses.replace(block, intervals=tuple(intervals)))
