@@ -270,7 +270,7 @@ def test_static_export_of_a_point_stencil(tmp_path):
 
     diff(np.arange(10.0))
     c_file, h_file = sk.export(diff, tmp_path)
-    assert "int sk_diff(" in h_file.read_text()
+    assert "int sk_diff_point(" in h_file.read_text()
     subprocess.run(["gcc", "-O2", "-fopenmp", "-c", c_file.name], cwd=tmp_path, check=True)
 
 

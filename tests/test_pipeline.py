@@ -129,7 +129,7 @@ def test_cli_show(tmp_path):
                  "def k_example():\n    return (np.ones(8),)\n")
     out = subprocess.run([sys.executable, "-m", "stencilkit.cli", "show", f"{f}:k"],
                          capture_output=True, text=True, check=True)
-    assert "int sk_k(" in out.stdout
+    assert "int sk_k_point(" in out.stdout
 
 
 def test_cli_demo(tmp_path):

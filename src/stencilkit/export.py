@@ -27,25 +27,27 @@ def _header_comment(source: str, name: str) -> str:
 def export(obj: object, directory: str | Path) -> tuple[Path, Path]:
     """Write ``<name>.c`` and ``<name>.h`` for a ParLoop or a stencil (already called once,
     for point kernels, so that argument types are known). Returns the two paths."""
+    from .codegen.c_parloop import loop_function_name
     from .loop import ParLoop
     from .multistage import ComputationStencil
+    from .passes.lower_point import function_name
     from .stencil import PointStencil
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(obj, ParLoop):
         source = obj.generate(backend="c")
-        entry = f"sk_parloop_{obj.kernel.name}"
+        entry = loop_function_name(obj.kernel.name)
     elif isinstance(obj, PointStencil):
         source = obj.generate(backend="c") if obj._last and obj._last[0] == "c" else None
         if source is None:
             raise StencilError("export needs the C code of a call: call the stencil once with "
                                "backend='c' (or st.generate(a, backend='c')) first",
                                stencil=obj.__name__)
-        entry = f"sk_{obj.__name__.strip('<>')}"
+        entry = function_name("point", obj._parse()[0].name)
     elif isinstance(obj, ComputationStencil):
         source = obj.generate(backend="c")
-        entry = f"sk_{obj.__name__}"
+        entry = function_name("computation", obj.definition.name)
     else:
         raise StencilError(f"cannot export {obj!r}", hint="export a ParLoop or a stencil")
     name = entry

@@ -179,7 +179,7 @@ class ParLoop:
             dump("code", f"{name} [numpy]", src)
             return src, exec_generated("numpy-parloop", src, fname, f"parloop {name}")
         atomic = self._race_mode() == "atomic"
-        loop_name = f"sk_parloop_{name}"
+        loop_name = cpl.loop_function_name(name)
         if self._typed is not None:
             kf = cpl.KernelLowering(self._typed, self.specs, self._src.line_text,
                                     self._src.filename.rsplit("/", 1)[-1]).lower_kernel()

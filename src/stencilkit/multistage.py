@@ -100,7 +100,7 @@ class ComputationStencil:
 
     # ------------------------------------------------------------ calls
 
-    def __call__(self, *args: object, origin: object = None, domain: object = None,
+    def __call__(self, /, *args: object, origin: object = None, domain: object = None,
                  validate_args: bool = True, exec_info: dict | None = None,
                  **kwargs: object) -> None:
         if exec_info is not None:

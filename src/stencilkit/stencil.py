@@ -25,7 +25,7 @@ from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
 from .ir import definition as d
 from .passes import pipeline
-from .passes.lower_point import Layout
+from .passes.lower_point import CVAL, FILL_BORDER, Layout
 from .runtime.launch import NumpyPointCall, PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
@@ -329,8 +329,8 @@ def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFuncti
                                                  layout.unit_stride[i], role))
     wrapper_args.append(c_codegen.WrapperArg("out", out_dtype, kernel.ndim, True,
                                              layout.out_unit_stride, "out"))
-    wrapper_args.append(c_codegen.WrapperArg("fill_border", dtypes.BOOL, 0, role="scalar"))
-    wrapper_args.append(c_codegen.WrapperArg("cval", out_dtype, 0, role="scalar"))
+    wrapper_args.append(c_codegen.WrapperArg(FILL_BORDER, dtypes.BOOL, 0, role="scalar"))
+    wrapper_args.append(c_codegen.WrapperArg(CVAL, out_dtype, 0, role="scalar"))
     # An empty standard_indexing array: the kernel's bounds check reports a read of it, but
     # the clamped element it reads instead does not exist either. Refuse before running,
     # unless no interior point (so no read) exists.

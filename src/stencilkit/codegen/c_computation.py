@@ -38,7 +38,7 @@ from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
-from ..passes.lower_point import PointLowering, free_parameters
+from ..passes.lower_point import PointLowering, free_parameters, function_name
 from ..passes.pipeline import dump
 from . import c as cgen
 
@@ -171,7 +171,7 @@ class ComputationLowering(PointLowering):
             self.axes[t] = "IJK"
         for name, dtype in [(f.name, f.dtype) for f in defn.fields] + list(defn.temporaries):
             if name in self.registers:
-                self.locals[name] = self.ctx.symbol(name, dtype)
+                self.locals[name] = self.ctx.user_symbol(name, dtype)
                 continue
             if name in self.columns:
                 continue
@@ -180,14 +180,14 @@ class ComputationLowering(PointLowering):
             self.buffers[name] = self.ctx.buffer(name, dtype, ndim, unit_stride_last=False,
                                                  restrict=True, read_only=False,
                                                  unit_dim=layout.get(name))
-            self.origins[name] = [self.ctx.symbol(f"origin_{name}_{a}", k.INDEX, properties=
-                                                  frozenset({k.ScalarArgument(f"origin_{name}_{a}")}))
-                                  for a in ax]
+            self.origins[name] = [self.ctx.user_symbol(
+                f"{name}_origin_{a}", k.INDEX,
+                properties=frozenset({k.ScalarArgument(origin_key(name, a))})) for a in ax]
         for s in defn.scalars:
-            self.scalars[s.name] = self.ctx.symbol(s.name, s.dtype,
-                                                   properties=frozenset({k.ScalarArgument(s.name)}))
+            self.scalars[s.name] = self.ctx.user_symbol(
+                s.name, s.dtype, properties=frozenset({k.ScalarArgument(s.name)}))
         self.domain = [self.ctx.symbol(f"n{a.lower()}", k.INDEX,
-                                       properties=frozenset({k.ScalarArgument(f"n{a.lower()}")}))
+                                       properties=frozenset({k.ScalarArgument(domain_key(a))}))
                        for a in AXES]
         self.counters = [self.ctx.symbol(a.lower(), k.INDEX) for a in AXES]
 
@@ -338,8 +338,8 @@ class ComputationLowering(PointLowering):
                 if t not in written:
                     continue
                 span = _op("+", _sym(self.domain[2]), _const(below + above))
-                base = self.ctx.symbol(f"{t}_column", dict(self.defn.temporaries)[t],
-                                       pointer=True)
+                base = self.ctx.user_symbol(f"{t}_column", dict(self.defn.temporaries)[t],
+                                            pointer=True)
                 buf = k.Buffer(t, base.dtype, base, (_const(COLUMN_BLOCK), span),
                                (span, _const(1)))
                 self.column_buffers[t] = buf
@@ -425,12 +425,22 @@ class ComputationLowering(PointLowering):
             else:
                 sections.append(self.multistage(*group[0]))
         sections = tuple(sections)
-        order = [*self.buffers, *[f"origin_{n}_{a}" for n in self.origins for a in self.axes[n]],
-                 *[s.name for s in self.defn.scalars], "ni", "nj", "nk"]
+        order = [*self.buffers, *[origin_key(n, a) for n in self.origins for a in self.axes[n]],
+                 *[s.name for s in self.defn.scalars], *[domain_key(a) for a in AXES]]
         params = free_parameters(sections, order)
-        return k.KernelFunction(f"sk_{self.defn.name}", params, sections,
+        return k.KernelFunction(function_name("computation", self.defn.name), params, sections,
                                 tuple(self.buffers.values()),
                                 f"computation '{self.defn.name}'", False)
+
+
+def origin_key(field: str, axis: str) -> str:
+    """The argument key of a field's origin along an axis (not a Python identifier, so no
+    scalar parameter can have it)."""
+    return f"@origin {field} {axis}"
+
+
+def domain_key(axis: str) -> str:
+    return f"@domain {axis}"
 
 
 def stage_union(stages: list[Stage]) -> c.Extent:
@@ -495,10 +505,10 @@ def build_c(defn: c.ComputationDef, sched: Schedule, src: SourceFunction,
         buf = lowering.buffers[name]
         wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim, name not in read_only,
                                      False, "field"))
-    origin_names = [f"origin_{n}_{a}" for n in buffers for a in lowering.axes[n]]
+    origin_names = [origin_key(n, a) for n in buffers for a in lowering.axes[n]]
     wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role="scalar") for o in origin_names]
     wargs += [cgen.WrapperArg(s.name, s.dtype, 0, role="scalar") for s in defn.scalars]
-    wargs += [cgen.WrapperArg(n, dtypes.INT64, 0, role="scalar") for n in ("ni", "nj", "nk")]
+    wargs += [cgen.WrapperArg(domain_key(a), dtypes.INT64, 0, role="scalar") for a in AXES]
     index = {a.name: i for i, a in enumerate(wargs)}
     checks = []
     for name in buffers:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import definition as d
 from ..ir import kernel as k
-from ..passes.lower_point import PointLowering
+from ..passes.lower_point import PointLowering, function_name
 from .c import _INDEX_HELPERS, _PRELUDE, CPrinter, helper_source, module_footer
 from .cfamily import ctype
 
@@ -52,7 +52,7 @@ class KernelLowering(PointLowering):
         for p, t, spec in zip(kernel.params, kernel.param_types, specs):
             shape = spec.local_shape
             strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
-            base = self.ctx.symbol(p, t, pointer=True, properties=frozenset(
+            base = self.ctx.user_symbol(p, t, pointer=True, properties=frozenset(
                 {k.BasePointer(p)} | ({k.ReadOnly()} if spec.mode == "READ" else set())))
             self.buffers[p] = k.Buffer(p, t, base, tuple(_c(n) for n in shape),
                                        tuple(_c(s) for s in strides))
@@ -86,14 +86,18 @@ class KernelLowering(PointLowering):
         return tuple(out)
 
     def lower_kernel(self) -> k.KernelFunction:
-        for name, t in self.kernel.local_types:
-            self.locals[name] = self.ctx.symbol(name, t)
+        self.declare_locals()
         decls = tuple(k.Declare(s, None) for _, s in sorted(self.locals.items()))
         body = decls + self.stmts(self.kernel.body)
         params = tuple(b.base for b in self.buffers.values())
-        return k.KernelFunction(f"sk_kernel_{self.kernel.name}", params, body,
+        return k.KernelFunction(function_name("kernel", self.kernel.name), params, body,
                                 tuple(self.buffers.values()), self.kernel.name,
                                 self.uses_error_flag)
+
+
+def loop_function_name(kernel: str) -> str:
+    """The C name of the loop over the set (internal: no other name starts like it)."""
+    return f"sk_parloop_{k.user_stem(kernel.strip('<>'))}"
 
 
 def _c(v: int) -> k.Constant:

@@ -52,6 +52,12 @@ class NumpyPrinter:
         self.counter = 0
         self.loop_vars: set[str] = set()
 
+    @staticmethod
+    def var(name: str) -> str:
+        """A local variable: the user's ``x`` is ``v_x``; the compiler's ``@result`` is
+        ``_result`` (internal names start with ``_``, user names with a letter and ``_``)."""
+        return f"v_{name}" if name.isidentifier() else "_" + name.lstrip("@")
+
     def fresh(self, stem: str) -> str:
         self.counter += 1
         return f"_{stem}{self.counter}"
@@ -64,8 +70,8 @@ class NumpyPrinter:
                 return _const(e)
             case d.Name(id=n):
                 if n in self.loop_vars:
-                    return f"np.int64(v_{n})"
-                return f"v_{n}" if n not in self.kernel.params else f"p_{n}"
+                    return f"np.int64({self.var(n)})"
+                return self.var(n) if n not in self.kernel.params else f"p_{n}"
             case d.Access(field=f, offset=off):
                 parts = ", ".join(self.expr(o) for o in off)
                 return f"_rt.shifted(p_{f}, ({parts},), _lo, _hi, _shape)"
@@ -131,9 +137,10 @@ class NumpyPrinter:
                 case d.Assign(target=t, value=v):
                     value = self.expr(v)
                     if mask is None:
-                        self.emit(indent, f"v_{t} = {value}")
+                        self.emit(indent, f"{self.var(t)} = {value}")
                     else:
-                        self.emit(indent, f"v_{t} = _rt.where({mask}, {value}, v_{t})")
+                        self.emit(indent, f"{self.var(t)} = _rt.where({mask}, {value}, "
+                                          f"{self.var(t)})")
                 case d.If(cond=c, body=b, orelse=o):
                     cond = self.fresh("c")
                     self.emit(indent, f"{cond} = {self.expr(c)}")
@@ -158,7 +165,7 @@ class NumpyPrinter:
                                 "array values", stencil=self.kernel.name, loc=s.loc,
                                 hint="use the 'c' backend for data-dependent loop bounds")
                     self.loop_vars.add(v)
-                    self.emit(indent, f"for v_{v} in _rt.checked_range({self.expr(a)}, "
+                    self.emit(indent, f"for {self.var(v)} in _rt.checked_range({self.expr(a)}, "
                                       f"{self.expr(b)}, {self.expr(c)}):")
                     self.stmts(body, indent + "    ", mask)
                     self.emit(indent + "    ", "pass")
@@ -191,10 +198,10 @@ class NumpyPrinter:
         self.emit(ind + "    ", "return 0")
         for var, t in k.local_types:
             if var not in self.loop_vars:
-                self.emit(ind, f"v_{var} = np.zeros((), np.{t.name})[()]")
+                self.emit(ind, f"{self.var(var)} = np.zeros((), np.{t.name})[()]")
         self.emit(ind, "with np.errstate(all='ignore'):")
         self.stmts(k.body, ind + "    ", None)
-        self.emit(ind + "    ", f"_rt.store(out, _lo, _hi, v_{RESULT})")
+        self.emit(ind + "    ", f"_rt.store(out, _lo, _hi, {self.var(RESULT)})")
         self.emit(ind, "return 0")
         return "\n".join(self.lines) + "\n"
 

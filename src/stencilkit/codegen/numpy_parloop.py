@@ -52,7 +52,7 @@ class ParLoopNumpyPrinter(NumpyPrinter):
         self.emit("    ", f'"""ParLoop kernel {k.name}, vectorized over the set"""')
         for var, t in k.local_types:
             if var not in self.loop_vars:
-                self.emit("    ", f"v_{var} = np.zeros((), np.{t.name})[()]")
+                self.emit("    ", f"{self.var(var)} = np.zeros((), np.{t.name})[()]")
         self.emit("    ", "with np.errstate(all='ignore'):")
         self.stmts(k.body, "        ", None)
         self.emit("        ", "pass")

@@ -2,7 +2,12 @@
 
 Invariants:
 - Symbols are created only through a ``KernelContext``, which keeps names unique; a symbol
-  is identified by its name. Symbol properties say what a kernel parameter *is* (the base
+  is identified by its name. Names come from two disjoint namespaces, so that no user name
+  can ever meet a name of the generated code: every identifier derived from a user's name
+  (argument, local, field, temporary) ends with ``_`` (``a`` -> ``a_``, its shape
+  ``a_shape_0_``) and never starts with ``_``; no internal name ends with ``_``. No keyword,
+  macro or function of C, OpenMP, ``math.h``, ``complex.h`` or ``Python.h`` ends with ``_``
+  unless it starts with ``_``. Symbol properties say what a kernel parameter *is* (the base
   pointer, a shape or a stride of which buffer, a scalar argument) and what it promises
   (``restrict``, alignment), and travel with the kernel's parameter list.
 - A ``Buffer`` has one base pointer, a shape and strides (in elements) that are symbols or
@@ -105,19 +110,35 @@ class KernelContext:
 
     def symbol(self, name: str, dtype: DType, *, pointer: bool = False,
                properties: frozenset[Property] = frozenset(), unique: bool = True) -> Symbol:
+        """An internal symbol: ``name`` is chosen by the compiler and must not end with ``_``."""
         base = _c_identifier(name)
+        assert not base.endswith("_"), f"internal name {name!r} in the user namespace"
         candidate, n = base, 0
         while unique and candidate in self.symbols:
             n += 1
             candidate = f"{base}_{n}"
-        sym = Symbol(candidate, np.dtype(dtype), pointer, properties)
-        self.symbols[candidate] = sym
+        return self._add(Symbol(candidate, np.dtype(dtype), pointer, properties))
+
+    def user_symbol(self, name: str, dtype: DType, *, pointer: bool = False,
+                    properties: frozenset[Property] = frozenset()) -> Symbol:
+        """A symbol for a name the user wrote (or one derived from it): ``x`` -> ``x_``."""
+        stem = user_stem(name)
+        candidate, n = stem + "_", 0
+        while candidate in self.symbols:
+            n += 1
+            candidate = f"{stem}_{n}_"
+        return self._add(Symbol(candidate, np.dtype(dtype), pointer, properties))
+
+    def _add(self, sym: Symbol) -> Symbol:
+        self.symbols[sym.name] = sym
         return sym
 
     def buffer(self, name: str, element_type: DType, ndim: int, *, unit_stride_last: bool,
-               restrict: bool, read_only: bool, unit_dim: int | None = None) -> Buffer:
+               restrict: bool, read_only: bool, unit_dim: int | None = None,
+               user: bool = True) -> Buffer:
         """A buffer with symbolic shape and strides; the stride of ``unit_dim`` (default: the
-        last dimension when ``unit_stride_last``) is the constant 1."""
+        last dimension when ``unit_stride_last``) is the constant 1. ``user``: ``name`` is
+        the user's (an argument or field), else the compiler's."""
         if unit_dim is None and unit_stride_last:
             unit_dim = ndim - 1
         props: set[Property] = {BasePointer(name)}
@@ -125,19 +146,27 @@ class KernelContext:
             props.add(Restrict())
         if read_only:
             props.add(ReadOnly())
-        base = self.symbol(f"{name}", element_type, pointer=True, properties=frozenset(props))
-        shape = tuple(Sym(self.symbol(f"{name}_shape_{k}", INDEX,
-                                      properties=frozenset({ShapeOf(name, k)})), dtype=INDEX)
+        make = self.user_symbol if user else self.symbol
+        base = make(name, element_type, pointer=True, properties=frozenset(props))
+        shape = tuple(Sym(make(f"{name}_shape_{k}", INDEX,
+                               properties=frozenset({ShapeOf(name, k)})), dtype=INDEX)
                       for k in range(ndim))
         strides: list[Expr] = []
         for k in range(ndim):
             if k == unit_dim:
                 strides.append(Constant(np.int64(1), dtype=INDEX))
             else:
-                strides.append(Sym(self.symbol(f"{name}_stride_{k}", INDEX,
-                                               properties=frozenset({StrideOf(name, k)})),
+                strides.append(Sym(make(f"{name}_stride_{k}", INDEX,
+                                        properties=frozenset({StrideOf(name, k)})),
                                    dtype=INDEX))
         return Buffer(name, np.dtype(element_type), base, shape, tuple(strides))
+
+
+def user_stem(name: str) -> str:
+    """A user's name as the stem of a C identifier: never empty, never starting with ``_``
+    (reserved to the implementation in C), so that the stem plus ``_`` is a user name."""
+    base = _c_identifier(name)
+    return "u" + base if base.startswith("_") else base
 
 
 def _c_identifier(name: str) -> str:

@@ -22,6 +22,10 @@ from ..ir.core import walk
 from .single_exit import RESULT
 
 OUT = "out"
+# Keys of the arguments the compiler adds (``ScalarArgument``): not Python identifiers, so
+# that no argument of the user's kernel can have them.
+FILL_BORDER = "@fill_border"
+CVAL = "@cval"
 
 
 @dataclass(frozen=True)
@@ -200,19 +204,18 @@ class PointLowering:
                 self.buffers[p] = self.ctx.buffer(p, t, ndim, unit_stride_last=unit,
                                                   restrict=True, read_only=True)
             else:
-                self.scalars[p] = self.ctx.symbol(p, t, properties=frozenset(
+                self.scalars[p] = self.ctx.user_symbol(p, t, properties=frozenset(
                     {k.ScalarArgument(p)}))
         out = self.ctx.buffer(OUT, self.out_dtype, nd,
                               unit_stride_last=self.layout.out_unit_stride, restrict=True,
-                              read_only=False)
+                              read_only=False, user=False)
         first = self.buffers[kern.params[0]]
         self.counters = [self.ctx.symbol(f"i{dim}", k.INDEX) for dim in range(nd)]
-        for name, t in kern.local_types:
-            self.locals[name] = self.ctx.symbol(name.strip("_") or "v", t)
+        self.declare_locals()
         fill = self.ctx.symbol("fill_border", dtypes.BOOL,
-                               properties=frozenset({k.ScalarArgument("fill_border")}))
+                               properties=frozenset({k.ScalarArgument(FILL_BORDER)}))
         cval = self.ctx.symbol("cval", self.out_dtype,
-                               properties=frozenset({k.ScalarArgument("cval")}))
+                               properties=frozenset({k.ScalarArgument(CVAL)}))
         body = self.stmts(kern.body)
         result = self.locals[RESULT]
         decls = tuple(k.Declare(s, _zero(s.dtype)) for n, s in sorted(self.locals.items()))
@@ -232,12 +235,20 @@ class PointLowering:
         border = k.Section("border: cval where the neighbourhood leaves the array", (
             k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval)),))
         body_all = (border, interior)
-        params = free_parameters(body_all, (*kern.params, OUT, "fill_border", "cval"))
+        params = free_parameters(body_all, (*kern.params, OUT, FILL_BORDER, CVAL))
         doc = (f"point kernel '{kern.name}' ({self.filename}:{kern.loc.line if kern.loc else 0})"
                f", {nd}-D, border {list(self.border)}")
-        return k.KernelFunction(f"sk_{kern.name.strip('<>')}", params, body_all,
+        return k.KernelFunction(function_name("point", kern.name), params, body_all,
                                 tuple(self.buffers.values()) + (out,), doc,
                                 self.uses_error_flag)
+
+    def declare_locals(self) -> None:
+        """A symbol per local variable: the user's, and the compiler's (``@result``)."""
+        for name, t in self.kernel.local_types:
+            if name.isidentifier():
+                self.locals[name] = self.ctx.user_symbol(name, t)
+            else:
+                self.locals[name] = self.ctx.symbol("sk_" + name.lstrip("@"), t)
 
     def border_fill(self, first: k.Buffer, out: k.Buffer, cval: k.Symbol) -> tuple[k.Stmt, ...]:
         """Write ``cval`` to every element whose neighbourhood leaves the array."""
@@ -276,6 +287,13 @@ class PointLowering:
             nest = (k.Loop(counters[dim], k.Constant(np.int64(0), dtype=k.INDEX),
                            first.shape[dim], _one(), nest, parallel=(dim == 0)),)
         return nest
+
+
+def function_name(kind: str, name: str) -> str:
+    """The C name of the function generated for a ``kind`` ("point", "computation",
+    "kernel", "parloop") named ``name``: ``sk_blur_point``. Internal (it does not end with
+    ``_``), and distinct from every other internal name (none ends with these kinds)."""
+    return f"sk_{k.user_stem(name.strip('<>'))}_{kind}"
 
 
 def _index_rank(kernel: d.PointKernel, array: str) -> int:

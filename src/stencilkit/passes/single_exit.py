@@ -15,8 +15,9 @@ from ..errors import StencilTypeError
 from ..ir import definition as d
 from ..ir.core import walk
 
-RESULT = "__result"
-DONE = "__done"
+# Not Python identifiers, so that no variable of the user's kernel can be one of them.
+RESULT = "@result"
+DONE = "@done"
 
 
 def _has_return(stmts: tuple[d.Stmt, ...]) -> bool:

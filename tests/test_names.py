@@ -1,0 +1,83 @@
+"""Names in kernels never collide with names of the generated code (issue 8).
+
+Every identifier the user writes reaches generated code with a trailing ``_`` (``a`` ->
+``a_``), and no internal name ends with ``_``; ``hostile_names.py`` checks it end to end
+with about 500 names (C keywords, macros, library functions, Python.h names, NumPy and
+Python names, and every identifier of the printers' own output), for every kind and every
+backend.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit.backends import IMPLEMENTED, REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+AVAILABLE = [b for b in IMPLEMENTED if not REGISTRY[b].probe()]
+
+
+@pytest.mark.parametrize("kind", ["point", "computation", "parloop"])
+def test_hostile_names_on_every_backend(kind, tmp_path):
+    pytest.importorskip("numba")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT),
+                                         env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "tests.hostile_names", kind,
+                           ",".join(AVAILABLE), str(tmp_path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-20000:]
+    assert proc.stdout.count(" 0 failures") == len(AVAILABLE)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_no_library_name_is_in_the_user_namespace(tmp_path):
+    """What the namespaces rely on: no macro or identifier of the headers the generated code
+    includes ends with '_' unless it starts with '_'."""
+    f = tmp_path / "h.c"
+    f.write_text("#include <stdint.h>\n#include <stdbool.h>\n#include <math.h>\n"
+                 "#include <complex.h>\n#include <omp.h>\n#include <Python.h>\n")
+    inc = f"-I{sysconfig.get_paths()['include']}"
+    macros = subprocess.run(["gcc", "-fopenmp", inc, "-E", "-dM", str(f)], capture_output=True,
+                            text=True, check=True).stdout
+    code = subprocess.run(["gcc", "-fopenmp", inc, "-E", str(f)], capture_output=True,
+                          text=True, check=True).stdout
+    defined = re.findall(r"^#define (\w+)", macros, re.MULTILINE)  # not their bodies
+    names = set(defined) | set(re.findall(r"\b[A-Za-z_]\w*\b", code))
+    assert len(names) > 1000
+    assert sorted(n for n in names if n.endswith("_") and not n.startswith("_")) == []
+
+
+def test_generated_names_stay_readable():
+    @sk.stencil(backend="c", cval=2.0)
+    def smooth(a, cval):
+        total = a[-1] + a[1]
+        return cval * total
+
+    x = np.arange(6.0)
+    np.testing.assert_array_equal(smooth(x, 0.5), [2.0, 1.0, 2.0, 3.0, 4.0, 2.0])
+    code = smooth.generate()
+    assert "total_ = a_[i0 - 1] + a_[i0 + 1];" in code
+    assert "int sk_smooth_point(" in code and "double cval_" in code
+
+
+def test_computation_called_with_a_field_named_self(backend):
+    from stencilkit import PARALLEL, Field, computation, interval
+
+    def copy(self: Field[float], out: Field[float], ni: float):
+        with computation(PARALLEL), interval(...):
+            out = self + ni  # noqa: F841
+
+    a, b = np.ones((3, 3, 2)), np.zeros((3, 3, 2))
+    sk.stencil(copy, backend=backend)(self=a, out=b, ni=4.0)
+    np.testing.assert_array_equal(b, 5.0)
