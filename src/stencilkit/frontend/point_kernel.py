@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 
 from ..errors import StencilSyntaxError
 from ..ir import definition as d
@@ -43,6 +44,7 @@ def parse_point_kernel(func: object, standard_indexing: tuple[str, ...] = ()) ->
     body = tree.body if isinstance(tree, ast.FunctionDef) else [ast.Return(value=tree.body)]
     if isinstance(tree, ast.Lambda):
         ast.copy_location(body[0], tree.body)
+    body = constant_indices(body, set(params) - set(standard_indexing))
     locals_ = assigned_names(body) | set(params)
     standard = frozenset(standard_indexing)
     relative: set[str] = set()
@@ -62,3 +64,68 @@ def parse_point_kernel(func: object, standard_indexing: tuple[str, ...] = ()) ->
     kernel = d.PointKernel(name, params, stmts, relative=frozenset(relative), standard=standard,
                            loc=loc)
     return kernel, src
+
+
+
+def constant_indices(body: list[ast.stmt], arrays: set[str]) -> list[ast.stmt]:
+    """Relative indices that are local variables bound to integer constants (``t = 1;
+    return a[t, 0]``) become those constants, as in Numba, which counts them as constant
+    indices. A name holds its constant from an assignment ``t = 1`` (or ``t = -1``) to the
+    next assignment of it; in an ``if``, ``for`` or ``while``, from that point on, only if the
+    statement does not assign it. Only a name used as an index component counts, not an
+    expression of it (``a[-t]`` is not constant in Numba either). Returns a rewritten copy."""
+    return _block([copy.deepcopy(s) for s in body], arrays, {})
+
+
+def _block(body: list[ast.stmt], arrays: set[str], env: dict[str, int]) -> list[ast.stmt]:
+    for s in body:
+        assigned = assigned_names([s])
+        inner = {n: v for n, v in env.items() if n not in assigned}
+        match s:
+            case ast.If() | ast.While():
+                s.test = _substitute(s.test, arrays, env if isinstance(s, ast.If) else inner)
+                s.body = _block(s.body, arrays, dict(inner))
+                s.orelse = _block(s.orelse, arrays, dict(inner))
+            case ast.For():
+                s.iter = _substitute(s.iter, arrays, env)
+                s.body = _block(s.body, arrays, dict(inner))
+                s.orelse = _block(s.orelse, arrays, dict(inner))
+            case _:
+                _substitute(s, arrays, env)
+        env.clear()
+        env.update(inner)
+        match s:
+            case ast.Assign(targets=[ast.Name(id=name)], value=value):
+                literal = _int_literal(value)
+                if literal is not None:
+                    env[name] = literal
+    return body
+
+
+def _int_literal(node: ast.expr) -> int | None:
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign = -1 if isinstance(node.op, ast.USub) else 1
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return sign * node.value
+    return None
+
+
+def _substitute(node: ast.AST, arrays: set[str], env: dict[str, int]) -> ast.AST:
+    if not env:
+        return node
+
+    def constant(x: ast.expr) -> ast.expr:
+        if isinstance(x, ast.Name) and x.id in env:
+            return ast.copy_location(ast.Constant(env[x.id]), x)
+        return x
+
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
+                and n.value.id in arrays:
+            if isinstance(n.slice, ast.Tuple):
+                n.slice.elts = [constant(x) for x in n.slice.elts]
+            else:
+                n.slice = constant(n.slice)
+    return node

@@ -7,7 +7,7 @@ import builtins
 import inspect
 import textwrap
 from dataclasses import dataclass
-from types import FunctionType
+from types import CodeType, FunctionType
 
 from ..errors import Location, StencilSyntaxError
 
@@ -53,32 +53,32 @@ def closure_namespace(func: FunctionType) -> dict[str, object]:
 
 
 def parse_function(func: object) -> SourceFunction:
-    """Parse ``func``'s source (not its bytecode); lambdas are found by their position."""
+    """Parse ``func``'s source (not its bytecode). The definition is found from the code
+    object, never by name: its first line (``co_firstlineno``), ``co_name`` (which renaming
+    ``__name__`` does not change) and, for lambdas, the columns of its instructions
+    (``co_positions``), so that several kernels on one line are told apart."""
     if not isinstance(func, FunctionType):
         raise StencilSyntaxError(f"{func!r} is not a Python function",
                                  hint="decorate a plain `def` function")
     name = func.__name__
     try:
-        lines, first = inspect.getsourcelines(func)
+        all_lines, lnum = inspect.findsource(func)
     except (OSError, TypeError) as exc:
         raise StencilSyntaxError(
             f"cannot read the source of '{name}' ({exc})", stencil=name,
             hint="define the kernel in a file (not in an interactive prompt without source)"
         ) from exc
     filename = inspect.getsourcefile(func) or func.__code__.co_filename
-    text = textwrap.dedent("".join(lines))
-    tree = _parse_fragment(text, name)
-    target: ast.FunctionDef | ast.Lambda | None = None
-    if name == "<lambda>":
-        argnames = list(func.__code__.co_varnames[: func.__code__.co_argcount])
-        lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
-                   and [a.arg for a in n.args.args] == argnames]
-        target = lambdas[0] if lambdas else None
-    else:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and node.name == name:
-                target = node
-                break
+    try:  # the whole file (or notebook cell): exact lines and columns
+        text = "".join(all_lines)
+        tree, first, indent, shift = ast.parse(text), 1, 0, 0
+    except SyntaxError:  # only the definition's lines
+        lines = inspect.getblock(all_lines[lnum:])
+        first = lnum + 1
+        text = textwrap.dedent("".join(lines))
+        indent = len(lines[0].rstrip("\r\n")) - len(text.splitlines()[0]) if text else 0
+        tree, shift = _parse_fragment(text, name)
+    target = _find_definition(tree, func.__code__, first, indent, shift)
     if target is None:
         raise StencilSyntaxError(f"cannot find the definition of '{name}' in its source",
                                  stencil=name, loc=Location(filename, first))
@@ -87,18 +87,53 @@ def parse_function(func: object) -> SourceFunction:
     return SourceFunction(name, filename, first, target, text, closure_namespace(func))
 
 
-def _parse_fragment(text: str, name: str) -> ast.Module:
+def _find_definition(tree: ast.Module, code: CodeType, first: int, indent: int, shift: int
+                     ) -> ast.FunctionDef | ast.Lambda | None:
+    """The node of ``tree`` (parsed from the source starting at line ``first``, dedented by
+    ``indent`` columns, its first line shifted right by ``shift``) that compiled to ``code``."""
+    line = code.co_firstlineno - first + 1
+    if code.co_name != "<lambda>":
+        defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                and min([n.lineno] + [x.lineno for x in n.decorator_list]) == line]
+        return next((n for n in defs if n.name == code.co_name), defs[0] if defs else None)
+    argnames = list(code.co_varnames[: code.co_argcount])
+    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line
+               and [a.arg for a in n.args.args] == argnames]
+    if len(lambdas) <= 1:
+        return lambdas[0] if lambdas else None
+
+    def span(n: ast.Lambda) -> tuple[tuple[int, int], tuple[int, int]]:
+        def at(lineno: int, col: int) -> tuple[int, int]:
+            return first + lineno - 1, col + indent - (shift if lineno == 1 else 0)
+        return at(n.lineno, n.col_offset), at(n.end_lineno or n.lineno, n.end_col_offset or 0)
+
+    # the body's instructions (the function's entry and exit have empty spans)
+    positions = [(ln, col) for ln, _, col, end in code.co_positions()
+                 if ln is not None and col is not None and end is not None and end > col]
+    inside = [n for n in lambdas if all(span(n)[0] <= p < span(n)[1] for p in positions)]
+    if not inside:
+        return None
+    # nested lambdas: the innermost one that holds every instruction
+    return min(inside, key=lambda n: (span(n)[1][0] - span(n)[0][0], span(n)[1][1] - span(n)[0][1]))
+
+
+def _parse_fragment(text: str, name: str) -> tuple[ast.Module, int]:
+    """The parsed source, and how far its first line moved right (left when leading blanks
+    were stripped, right by one when it was wrapped in parentheses to parse)."""
     try:
-        return ast.parse(text)
+        return ast.parse(text), 0
     except SyntaxError:
         pass
     # A lambda inside a larger expression: keep the first line(s) that parse.
     lines = text.splitlines()
     for end in range(len(lines), 0, -1):
-        chunk = "\n".join(lines[:end]).strip()
-        for candidate in (chunk, chunk.rstrip(",)"), "(" + chunk + ")"):
+        raw = "\n".join(lines[:end])
+        chunk = raw.strip()
+        lead = len(raw) - len(raw.lstrip())
+        for candidate, shift in ((chunk, -lead), (chunk.rstrip(",)"), -lead),
+                                 ("(" + chunk + ")", 1 - lead)):
             try:
-                return ast.parse(candidate)
+                return ast.parse(candidate), shift
             except SyntaxError:
                 continue
     raise StencilSyntaxError(f"cannot parse the source of '{name}'", stencil=name)

@@ -198,8 +198,10 @@ class PointLowering:
     def lower(self) -> k.KernelFunction:
         kern = self.kernel
         nd = kern.ndim
+        # standard_indexing may name a scalar argument (as in Numba): it is then no buffer
+        indexed = {n.array for n in walk(kern) if isinstance(n, d.Index)}
         for p, t, unit in zip(kern.params, kern.param_types, self.layout.unit_stride):
-            if p in kern.relative or p in kern.standard:
+            if p in kern.relative or p in indexed:
                 ndim = nd if p in kern.relative else _index_rank(kern, p)
                 self.buffers[p] = self.ctx.buffer(p, t, ndim, unit_stride_last=unit,
                                                   restrict=True, read_only=True)
