@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import copy
 
 from ..errors import StencilSyntaxError
 from ..ir import definition as d
@@ -73,8 +72,10 @@ def constant_indices(body: list[ast.stmt], arrays: set[str]) -> list[ast.stmt]:
     indices. A name holds its constant from an assignment ``t = 1`` (or ``t = -1``) to the
     next assignment of it; in an ``if``, ``for`` or ``while``, from that point on, only if the
     statement does not assign it. Only a name used as an index component counts, not an
-    expression of it (``a[-t]`` is not constant in Numba either). Returns a rewritten copy."""
-    return _block([copy.deepcopy(s) for s in body], arrays, {})
+    expression of it (``a[-t]`` is not constant in Numba either). Rewrites ``body`` in place
+    (a tree parsed for this kernel alone; no deep copy, which would recurse as deep as the
+    longest operator chain)."""
+    return _block(list(body), arrays, {})
 
 
 def _block(body: list[ast.stmt], arrays: set[str], env: dict[str, int]) -> list[ast.stmt]:
