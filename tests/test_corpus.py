@@ -1,0 +1,192 @@
+"""The corpus of model-style gtscript code (tests/corpus/), run unchanged on GT4Py and on us.
+
+Every corpus module is loaded twice: as written (``from gt4py.cartesian import gtscript``),
+and with ``gt4py.cartesian`` replaced by ``stencilkit`` -- the drop-in promise of API.md
+section 2. Each definition runs on GT4Py's "numpy" backend (the reference) and on each of
+our backends, on the same random inputs with an explicit origin and domain, and every field
+must come out the same. The rewritten module is imported per test, so a module whose
+imports fail today fails its own definitions only.
+
+``XFAIL`` lists what does not work yet, with the missing feature; the marks are strict, so
+an entry whose definition starts passing fails the run until it is removed.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from .corpus import MODULES, loader
+
+gt = pytest.importorskip("gt4py.cartesian.gtscript",
+                         reason="gt4py is not installed (pip install '.[gt4py]')")
+
+# The names each module imports that stencilkit.gtscript lacks today (the drop-in import
+# fails, so every definition of the module fails), then what fails next (found by running
+# with placeholders for the missing names).
+_ADVECTION = "drop-in import: stencilkit.gtscript has no `region` (nor I[0] for externals)"
+_PHYSICS = "drop-in import: stencilkit.gtscript has no `__INLINED`, `compile_assert`"
+_DYNAMICS = "drop-in import: stencilkit.gtscript has no `__INLINED`, `region`"
+_REGIONS = "; then: horizontal regions"
+_UNDEFINED_READ = ("; then: BUG, the undefined-read rule rejects a temporary written and read "
+                   "inside one if/while block")
+_DSL_NAMES = "DSL math names used without importing them (gtscript resolves them)"
+
+# definition -> the feature it waits for; (definition, backend) for one backend only.
+XFAIL: dict[str | tuple[str, str], str] = {
+    "courant_numbers": _ADVECTION,
+    "upwind_flux_x": _ADVECTION,
+    "xppm_flux": _ADVECTION + _REGIONS,
+    "yppm_flux": _ADVECTION + _REGIONS,
+    "muscl_flux_x": _ADVECTION + "; then: a helper's local passed to a nested helper call",
+    "lax_wendroff_x": _ADVECTION,
+    "flux_form_update": _ADVECTION,
+    "vertical_upwind": _ADVECTION,
+    "fill_negative_tracer": _ADVECTION + "; then: writes at K offsets in FORWARD/BACKWARD",
+    "fill_corners_x": _ADVECTION + _REGIONS,
+    "tracer_update_4d": _ADVECTION + "; then: data dimensions Field[(np.float64, (3,))]",
+    "edge_damped_flux": _ADVECTION + _REGIONS,
+    "saturation_adjustment": _PHYSICS,
+    "kessler_autoconversion": _PHYSICS + _UNDEFINED_READ,
+    "warm_rain_processes": _PHYSICS,
+    "rain_sedimentation": _PHYSICS + "; then: helpers with if/else",
+    "partition_condensate": _PHYSICS + "; then: helpers with if/elif/else",
+    "latent_heating": _PHYSICS + "; then: __INLINED",
+    "virtual_temperature": _PHYSICS,
+    "dry_convective_adjustment": _PHYSICS + "; then: writes at K offsets in FORWARD/BACKWARD",
+    "wet_bulb_temperature": _PHYSICS + _UNDEFINED_READ,
+    "shortwave_heating": _PHYSICS,
+    "gamma_size_distribution": _PHYSICS + "; then: `gamma`, " + _DSL_NAMES,
+    "subcolumn_cloud_cover": _PHYSICS + "; then: compile_assert, " + _DSL_NAMES,
+    "relative_humidity": _PHYSICS,
+    "divergence_damping": _DYNAMICS,
+    "del4_divergence_damping": _DYNAMICS + _REGIONS,
+    "smagorinsky_diffusion": _DYNAMICS + "; then: " + _DSL_NAMES,
+    "hdiff_limited": _DYNAMICS,
+    "relative_vorticity": _DYNAMICS,
+    "kinetic_energy": _DYNAMICS,
+    "coriolis_ke_update": _DYNAMICS,
+    "pressure_gradient": _DYNAMICS + "; then: `f[0, 0, 0] = ...`",
+    "rayleigh_friction": _DYNAMICS + _UNDEFINED_READ,
+    "sponge_layer": _DYNAMICS,
+    "nudge_towards": _DYNAMICS + "; then: keyword-only and default parameters",
+    "boundary_relaxation": _DYNAMICS + _REGIONS,
+    "omega_diagnostic": _DYNAMICS,
+    "upper_boundary_filter": _DYNAMICS + "; then: __INLINED",
+    "mixed_precision_ke": _DYNAMICS,
+    "hydrostatic_pressure": _DSL_NAMES,
+    "geopotential_height": _DSL_NAMES,
+    "remap_linear": "run-time K offsets f[0, 0, lev]",
+}
+
+
+def _collect() -> list[tuple[str, object]]:
+    cases = []
+    for module in MODULES:
+        for case in loader.load(module, "gt4py").CASES:
+            cases.append((module, case))
+    names = [case.name for _, case in cases]
+    assert len(names) == len(set(names)), "corpus definition names must be unique"
+    return cases
+
+
+CASES = _collect()
+_modules: dict[tuple[str, str], object] = {}
+_references: dict[str, tuple[dict, dict]] = {}
+
+
+def _module(module: str, flavour: str):
+    """The loaded module, once per process; a module that fails to load fails every time."""
+    key = (module, flavour)
+    if key not in _modules:
+        try:
+            _modules[key] = loader.load(module, flavour)
+        except Exception as exc:  # noqa: BLE001 -- re-raised in each test that needs it
+            _modules[key] = exc
+    found = _modules[key]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def _case(mod, name: str):
+    return next(c for c in mod.CASES if c.name == name)
+
+
+def _reference(module: str, name: str) -> tuple[dict, dict]:
+    """(inputs, outputs) of GT4Py's numpy backend, computed once per definition."""
+    if name not in _references:
+        mod = _module(module, "gt4py")
+        case = _case(mod, name)
+        stencil = gt.stencil(backend="numpy", definition=getattr(mod, name),
+                             externals=case.externals)
+        inputs = case.make_args(np.random.default_rng(2024))
+        args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # GT4Py's advice on storage layouts
+            stencil(**args, origin=case.origin, domain=case.domain)
+        _references[name] = (inputs, args)
+    return _references[name]
+
+
+def _our_stencil(mod, name: str, backend: str, externals: dict):
+    import stencilkit as sk
+    import stencilkit.gtscript as skg
+
+    definition = getattr(mod, name)
+    if hasattr(skg, "stencil"):
+        return skg.stencil(backend=backend, definition=definition, externals=externals)
+    return sk.stencil(definition, backend=backend, externals=externals)
+
+
+def build_ours(module: str, name: str, backend: str):
+    """Our stencil from the rewritten module, and the case as that module built it."""
+    mod = _module(module, "stencilkit")
+    case = _case(mod, name)
+    return _our_stencil(mod, name, backend, case.externals), case
+
+
+def run_ours(stencil, case, inputs: dict) -> dict:
+    args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    stencil(**args, origin=case.origin, domain=case.domain)
+    return args
+
+
+def _params():
+    out = []
+    for module, case in CASES:
+        out.append(pytest.param(module, case.name, id=f"{module}.{case.name}"))
+    return out
+
+
+def assert_same_fields(ours: dict, ref: dict, name: str) -> None:
+    for arg, expected in ref.items():
+        if not isinstance(expected, np.ndarray):
+            continue
+        scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+        np.testing.assert_allclose(ours[arg], expected, rtol=1e-12, atol=1e-12 * scale,
+                                   err_msg=f"{name}: field '{arg}' differs from GT4Py's")
+
+
+@pytest.mark.parametrize("module, name", _params())
+def test_corpus_definition(module, name, backend, request):
+    reason = XFAIL.get((name, backend), XFAIL.get(name))
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    stencil, case = build_ours(module, name, backend)  # first: what fails here needs no GT4Py
+    inputs, expected = _reference(module, name)
+    ours = run_ours(stencil, case, inputs)
+    assert_same_fields(ours, expected, name)
+
+
+def test_corpus_is_large_enough():
+    assert len(CASES) >= 40
+
+
+def test_rewrite_keeps_lines():
+    for module in MODULES:
+        gt_text, our_text = (loader.source(module, f) for f in loader.FLAVOURS)
+        assert gt_text.count("\n") == our_text.count("\n")
+        assert "gt4py" not in our_text
