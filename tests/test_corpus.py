@@ -131,21 +131,11 @@ def _reference(module: str, name: str) -> tuple[dict, dict]:
     return _references[name]
 
 
-def _our_stencil(mod, name: str, backend: str, externals: dict):
-    import stencilkit as sk
-    import stencilkit.gtscript as skg
-
-    definition = getattr(mod, name)
-    if hasattr(skg, "stencil"):
-        return skg.stencil(backend=backend, definition=definition, externals=externals)
-    return sk.stencil(definition, backend=backend, externals=externals)
-
-
 def build_ours(module: str, name: str, backend: str):
     """Our stencil from the rewritten module, and the case as that module built it."""
     mod = _module(module, "stencilkit")
     case = _case(mod, name)
-    return _our_stencil(mod, name, backend, case.externals), case
+    return loader.our_stencil(getattr(mod, name), backend, case.externals), case
 
 
 def run_ours(stencil, case, inputs: dict) -> dict:

@@ -25,13 +25,28 @@ def source(module: str, flavour: str) -> str:
 
 def load(module: str, flavour: str) -> types.ModuleType:
     """Execute ``tests/corpus/<module>.py`` in a fresh module object (not cached)."""
-    text = source(module, flavour)
     filename = str(HERE / f"{module}.py") if flavour == "gt4py" \
         else str(HERE / f"{module}.py[stencilkit]")
-    name = f"corpus_{flavour}_{module}"
+    return exec_module(source(module, flavour), filename, f"corpus_{flavour}_{module}")
+
+
+def exec_module(text: str, filename: str, name: str) -> types.ModuleType:
+    """Run ``text`` as module ``name``, its lines findable under ``filename``."""
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     mod = types.ModuleType(name)
     mod.__file__ = filename
     sys.modules[name] = mod  # gtscript helpers may look their module up
     exec(compile(text, filename, "exec"), mod.__dict__)
     return mod
+
+
+def our_stencil(definition: object, backend: str, externals: dict | None = None):
+    """Build with ``stencilkit.gtscript.stencil`` where it exists (the drop-in), else with
+    ``stencilkit.stencil``."""
+    import stencilkit as sk
+    import stencilkit.gtscript as skg
+
+    externals = externals or {}
+    if hasattr(skg, "stencil"):
+        return skg.stencil(backend=backend, definition=definition, externals=externals)
+    return sk.stencil(definition, backend=backend, externals=externals)
