@@ -148,8 +148,6 @@ def test_random_computations_with_swaps(program):
     check_program(program)
 
 
-@pytest.mark.xfail(strict=False, reason="the undefined-read rule rejects a temporary "
-                   "written and read inside one if-branch (AccessRuleError)")
 @_settings(15, shrink=False)
 @given(programs(_BASE | {"branch_temps"}))
 def test_random_computations_with_branch_temporaries(program):
