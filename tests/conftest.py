@@ -12,7 +12,7 @@ os.environ.setdefault("STENCILKIT_CACHE_DIR", _cache)
 os.environ.setdefault("GT_CACHE_ROOT", _cache)  # GT4Py's own cache, out of the checkout
 
 import stencilkit as sk  # noqa: E402
-from stencilkit.backends import IMPLEMENTED, REGISTRY  # noqa: E402
+from stencilkit.registry import IMPLEMENTED, REGISTRY  # noqa: E402
 
 
 def _backend_params():

@@ -25,7 +25,7 @@ import stencilkit as sk
 from stencilkit.build import cache, toolchain
 from stencilkit.errors import BackendError
 
-pytestmark = pytest.mark.skipif(sk.backends.REGISTRY["c"].probe() is not None,
+pytestmark = pytest.mark.skipif(sk.registry.REGISTRY["c"].probe() is not None,
                                 reason="the disk cache holds C builds; no C compiler here")
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

@@ -198,6 +198,6 @@ def test_top_level_help_lists_every_command(capsys):
 def test_backends_lists_every_backend(capsys):
     status, out, _ = cli(capsys, "backends")
     assert status == 0
-    for name in sk.backends.REGISTRY:
+    for name in sk.registry.REGISTRY:
         assert out.count(f"{name} ") >= 1
     assert "numpy" in out and "available" in out

@@ -308,7 +308,7 @@ def fuzz(backend: str, examples: int) -> Counter:
 
 @pytest.mark.parametrize("backend", ["numpy", "c"])
 def test_fuzz_parloop(backend):
-    from stencilkit.backends import REGISTRY
+    from stencilkit.registry import REGISTRY
 
     reason = REGISTRY[backend].probe()
     if reason:

@@ -21,7 +21,7 @@ import pytest
 
 import stencilkit as sk
 from stencilkit import BACKWARD, FORWARD, IJ, PARALLEL, Field, computation, interval
-from stencilkit.backends import REGISTRY
+from stencilkit.registry import REGISTRY
 
 gt = pytest.importorskip("gt4py.cartesian.gtscript",
                          reason="gt4py is not installed (pip install '.[gt4py]')")

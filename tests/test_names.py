@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit.backends import IMPLEMENTED, REGISTRY
+from stencilkit.registry import IMPLEMENTED, REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 AVAILABLE = [b for b in IMPLEMENTED if not REGISTRY[b].probe()]

@@ -145,11 +145,11 @@ def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch):
     import dataclasses
     import warnings
 
-    from stencilkit import backends
+    from stencilkit import registry
 
-    no_c = dataclasses.replace(backends.REGISTRY["c"], probe=lambda: "no C compiler found")
-    monkeypatch.setitem(backends.REGISTRY, "c", no_c)
-    monkeypatch.setattr(backends, "_warned_fallback", False)
+    no_c = dataclasses.replace(registry.REGISTRY["c"], probe=lambda: "no C compiler found")
+    monkeypatch.setitem(registry.REGISTRY, "c", no_c)
+    monkeypatch.setattr(registry, "_warned_fallback", False)
     sk.configure(backend=None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -166,4 +166,13 @@ def test_planned_backends_say_they_are_not_built():
     for name in ("numba", "cuda", "opencl"):
         with pytest.raises(sk.BackendError, match="not built yet"):
             sk.stencil(K.blur, backend=name)(A)
-    assert set(sk.backends.available()) >= {"numpy"}
+    assert set(sk.registry.available()) >= {"numpy"}
+
+
+def test_backends_reports_every_backend_of_the_contract():
+    report = sk.backends()
+    assert list(report) == ["numpy", "c", "numba", "cuda", "opencl"]
+    assert report["numpy"].available and report["numpy"].reason is None and report["numpy"]
+    for name in ("numba", "cuda", "opencl"):
+        assert not report[name] and "not built yet" in report[name].reason
+    assert report["c"].available == (sk.registry.REGISTRY["c"].probe() is None)

@@ -142,8 +142,8 @@ def check(source: str, name: str, ndim: int, arrays: list[str], scalar: str | No
         args.append(scalar_value)
     key = (source, shape, seed, tuple(map(str, dtypes)), repr(scalar_value))
     ref = _numba(source, func, tuple(args), key)
-    for backend in sk.backends.IMPLEMENTED:
-        if not sk.backends.REGISTRY[backend].available:
+    for backend in sk.registry.IMPLEMENTED:
+        if not sk.registry.REGISTRY[backend].available:
             continue
         if isinstance(ref, Exception):
             # Numba rejects it: so must we, with a StencilError

@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, note, settings
 
 import stencilkit as sk
-from stencilkit.backends import IMPLEMENTED, REGISTRY
+from stencilkit.registry import IMPLEMENTED, REGISTRY
 
 from .corpus import loader
 from .corpus.programs import programs

@@ -5,7 +5,7 @@ The names of the public contract (API.md), re-exported; no logic lives here.
 
 __version__ = "0.1.0"
 
-from . import backends, gtscript  # noqa: E402
+from . import gtscript, registry  # noqa: E402
 from .build import cache  # noqa: E402
 from .config import configure  # noqa: E402
 from .errors import (  # noqa: E402
@@ -93,12 +93,14 @@ from .parloop import (  # noqa: E402
     Sparsity,
     kernel,
 )
+from .registry import backends  # noqa: E402
 from .stencil import PointStencil, stencil  # noqa: E402
 from .storage import as_storage, empty, full, ones, zeros  # noqa: E402
 
 __all__ = [
     "AccessRuleError", "ArgumentError", "BackendError", "PointStencil", "StencilError",
-    "StencilSyntaxError", "StencilTypeError", "backends", "cache", "configure", "stencil",
+    "StencilSyntaxError", "StencilTypeError", "backends", "registry", "cache", "configure",
+    "stencil",
     "gtscript", "BACKWARD", "FORWARD", "IJ", "IJK", "IK", "JK", "PARALLEL", "Field", "I", "J",
     "K", "__INLINED", "abs", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh",
     "arctan", "arctanh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "compile_assert",

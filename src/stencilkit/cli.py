@@ -83,7 +83,7 @@ def demo(args: argparse.Namespace) -> int:
     """A 2-D heat equation: a hot square diffusing on a cold plate, written out as a PNG."""
     from tqdm import tqdm
 
-    from . import backends
+    from . import registry
 
     out = Path(args.output)
     _check_output(out)
@@ -103,7 +103,7 @@ def demo(args: argparse.Namespace) -> int:
         heat(u, alpha, out=v)
         u, v = v, u
     elapsed = time.perf_counter() - start
-    backend = backends.resolve(None)
+    backend = registry.resolve(None)
     print(f"backend: {backend}; build or cache load: {built * 1e3:.1f} ms")
     if steps and elapsed > 0:
         print(f"{steps} steps of {n}x{n}: {elapsed / steps * 1e6:.1f} us per step "
@@ -186,12 +186,10 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def list_backends(args: argparse.Namespace) -> int:
-    from .backends import REGISTRY
+    from .registry import backends
 
-    for name, b in REGISTRY.items():
-        reason = b.probe()
-        state = "available" if reason is None else f"unavailable: {reason}"
-        print(f"{name:8} {state}  ({b.description}; needs {b.needs})")
+    for status in backends().values():
+        print(status)
     return 0
 
 
@@ -199,7 +197,7 @@ def list_backends(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .backends import REGISTRY
+    from .registry import REGISTRY
 
     parser = _Parser(prog="stencilkit",
                      description="Stencil kernels in plain Python, compiled to C or NumPy.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backends
+from . import registry
 from .analysis.typing import ArgType, type_point_kernel
 from .build import cache
 from .build.extension import build_extension, current_toolchain, exec_generated, module_name
@@ -160,7 +160,7 @@ class ParLoop:
         return self._built(backend)[0]
 
     def _built(self, backend: str | None):
-        chosen = backends.resolve(backend or self.backend, self.kernel.name)
+        chosen = registry.resolve(backend or self.backend, self.kernel.name)
         key = self._key(chosen)
         built = _GENERATED.get(key)
         if built is None:
@@ -199,7 +199,7 @@ class ParLoop:
     def compute(self) -> None:
         """Run the loop now (after anything queued before it)."""
         lazy.flush()
-        chosen = backends.resolve(self.backend, self.kernel.name)
+        chosen = registry.resolve(self.backend, self.kernel.name)
         _, fn = self._built(chosen)
         self._check_objects()
         if chosen == "numpy":

@@ -15,7 +15,7 @@ from types import FunctionType
 
 import numpy as np
 
-from . import backends
+from . import registry
 from .analysis import schedule as sch
 from .build.extension import exec_generated
 from .codegen import numpy_computation
@@ -95,7 +95,7 @@ class ComputationStencil:
         return dict(self.schedule.extents)
 
     def generate(self, backend: str | None = None) -> str:
-        chosen = backends.resolve(backend or self.backend, self.__name__)
+        chosen = registry.resolve(backend or self.backend, self.__name__)
         return self._build(chosen, None)[0]
 
     # ------------------------------------------------------------ calls
@@ -115,7 +115,7 @@ class ComputationStencil:
             self._check_fields(fields)
         else:  # unchecked types are the caller's risk; memory safety is not
             self._check_arrays(fields)
-        chosen = backends.resolve(self.backend, self.__name__)
+        chosen = registry.resolve(self.backend, self.__name__)
         plan = self.plans["numpy" if chosen == "numpy" else "c"]
         try:
             geo_key = (id(plan), tuple(a.shape for a in fields.values()),

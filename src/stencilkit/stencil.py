@@ -12,7 +12,7 @@ from types import FunctionType
 
 import numpy as np
 
-from . import backends, dtypes
+from . import dtypes, registry
 from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
@@ -274,7 +274,7 @@ class PointStencil:
         relative = tuple(i for i, p in enumerate(kernel.params) if p in kernel.relative
                          and types[i].is_array)
         check_shapes(args, None, relative, name, kernel.loc)
-        chosen = backends.resolve(backend or self.backend, name)
+        chosen = registry.resolve(backend or self.backend, name)
         if chosen == "numpy":
             source, entry = _build_numpy(typed)
             kind = NumpyPointCall

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backends, dtypes
+from . import dtypes, registry
 from .errors import StencilError
 
 ALIGNMENT = 64
@@ -36,7 +36,7 @@ def empty(shape: object, dtype: object = float, *, backend: str | None = None,
     """An uninitialized storage; ``halo`` points are added on both sides of each dimension."""
     t = dtypes.as_dtype(dtype)
     full = _normalize(shape, halo)
-    chosen = backends.resolve(backend) if backend is not None else backends.resolve(None)
+    chosen = registry.resolve(backend) if backend is not None else registry.resolve(None)
     n = int(np.prod(full))
     if chosen == "c" and len(full) == 3:
         ni, nj, nk = full

@@ -91,7 +91,7 @@ class Translator:
                 d_child = depth.pop(id(child), 1)
                 if d_child >= _HOIST_DEPTH:
                     self.hoisted += 1
-                    name = f"sk_hoisted_{self.hoisted}"
+                    name = f"@hoisted{self.hoisted}"  # never a user's name
                     self.locals.add(name)
                     pre.append(ast.copy_location(ast.Assign(
                         targets=[ast.Name(name, ast.Store())], value=child), s))

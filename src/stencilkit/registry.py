@@ -1,4 +1,8 @@
-"""The backend registry: names, availability probes, and the default choice."""
+"""The backend registry: names, availability probes, and the default choice.
+
+``sk.backends()`` (API.md section 4) reports, for every backend name, whether it runs here
+and why not; it lives here so that no other module needs to know the backends' names.
+"""
 
 from __future__ import annotations
 
@@ -50,6 +54,33 @@ REGISTRY: dict[str, Backend] = {
 
 #: Backends that generate code today; the parametrized test suite runs over these.
 IMPLEMENTED = ("numpy", "c")
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """What ``sk.backends()`` says of one backend; true when it can run here."""
+
+    name: str
+    available: bool
+    reason: str | None  # why it cannot run here; None when it can
+    description: str
+    needs: str
+
+    def __bool__(self) -> bool:
+        return self.available
+
+    def __str__(self) -> str:
+        state = "available" if self.available else f"unavailable: {self.reason}"
+        return f"{self.name:8} {state}  ({self.description}; needs {self.needs})"
+
+
+def backends() -> dict[str, BackendStatus]:
+    """Every backend of API.md section 4: whether it can run here and, if not, why."""
+    out = {}
+    for name, b in REGISTRY.items():
+        reason = b.probe()
+        out[name] = BackendStatus(name, reason is None, reason, b.description, b.needs)
+    return out
 
 
 def available() -> list[str]:
