@@ -8,7 +8,7 @@ from collections.abc import Callable
 from ..config import current
 from ..errors import BackendError
 from . import cache
-from .toolchain import Toolchain, toolchain
+from .toolchain import Toolchain, missing_function_error, toolchain
 
 
 def current_toolchain() -> Toolchain:
@@ -47,12 +47,7 @@ def build_extension(key: str, source: str, stencil: str) -> Callable[..., int]:
 def _load_error(exc: ImportError, stencil: str) -> BackendError:
     missing = re.search(r"undefined symbol: (\w+)", str(exc))
     if missing:
-        name = missing.group(1)
-        return BackendError(
-            f"the compiled code calls a C function '{name}' that nothing defines",
-            stencil=stencil,
-            hint=f"a C-string sk.Kernel(code, name) must define a function called exactly "
-                 f"its name: define '{name}' in the code, or name the function it defines")
+        return missing_function_error(missing.group(1), "nothing defines", stencil)
     return BackendError(f"the compiled library does not load: {exc}", stencil=stencil,
                         hint="report this with the generated source; meanwhile use "
                              "backend='numpy'")

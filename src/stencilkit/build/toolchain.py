@@ -24,6 +24,15 @@ BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fwrapv
               "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math",
               "-Werror=implicit-function-declaration")
 
+def missing_function_error(name: str, problem: str, stencil: str) -> BackendError:
+    """The error for generated code calling a C function that does not exist: in practice a
+    C-string ``sk.Kernel(code, name)`` whose code defines its function under another name."""
+    return BackendError(
+        f"the code calls a C function '{name}' that {problem}", stencil=stencil,
+        hint=f"a C-string sk.Kernel(code, name) must define a function called exactly its "
+             f"name: define '{name}' in the code, or name the function it defines")
+
+
 _UNDECLARED = re.compile(r"implicit declaration of function [\W]?(\w+)")
 
 
@@ -47,12 +56,8 @@ class Toolchain:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         undeclared = _UNDECLARED.search(proc.stderr) if proc.returncode != 0 else None
         if undeclared:
-            name = undeclared.group(1)
-            raise BackendError(
-                f"the code calls a C function '{name}' that is not declared or defined",
-                stencil=stencil,
-                hint=f"a C-string sk.Kernel(code, name) must define a function called exactly "
-                     f"its name: define '{name}' in the code, or name the function it defines")
+            raise missing_function_error(undeclared.group(1), "is not declared or defined",
+                                         stencil)
         if proc.returncode != 0:
             raise BackendError(
                 f"the C compiler failed on the generated source {source}:\n"
