@@ -209,27 +209,15 @@ class ComputationStencil:
                                     hint=f"pass an integer in [{info.min}, {info.max}]")
 
     def _check_fields(self, fields: dict[str, object]) -> None:
+        self._check_arrays(fields)
         for f in self.definition.fields:
             a = fields[f.name]
-            if not isinstance(a, np.ndarray):
-                raise ArgumentError(f"field '{f.name}' must be an array, got "
-                                    f"{type(a).__name__}", stencil=self.__name__,
-                                    hint="pass a NumPy array (or an sk.zeros storage)")
-            if a.ndim != f.ndim or a.shape[len(f.axes):] != f.data_dims:
-                dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
-                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array "
-                                    f"has shape {a.shape}", stencil=self.__name__,
-                                    loc=self.definition.loc,
-                                    hint=f"pass a {f.ndim}-D array" + (
-                                        f" whose last dimensions are {f.data_dims}"
-                                        if f.data_dims else ""))
             if a.dtype != f.dtype:
                 order = "" if a.dtype.isnative else " (non-native byte order)"
                 raise ArgumentError(f"field '{f.name}' is declared {f.dtype} but the array is "
                                     f"{a.dtype}{order}", stencil=self.__name__,
                                     loc=self.definition.loc,
                                     hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
-        self._check_arrays(fields)
         for name in self._written_fields:
             for other, b in fields.items():
                 if other != name and np.may_share_memory(fields[name], b):
@@ -252,7 +240,10 @@ class ComputationStencil:
                 dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
                 raise ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array "
                                     f"has shape {a.shape}", stencil=self.__name__,
-                                    loc=self.definition.loc, hint=f"pass a {f.ndim}-D array")
+                                    loc=self.definition.loc,
+                                    hint=f"pass a {f.ndim}-D array" + (
+                                        f" whose last dimensions are {f.data_dims}"
+                                        if f.data_dims else ""))
         for name in self._written_fields:
             if not fields[name].flags.writeable:  # type: ignore[union-attr]
                 raise ArgumentError(f"field '{name}' is written by the stencil but the array "
@@ -265,7 +256,9 @@ class ComputationStencil:
                  ) -> tuple[dict[str, object], dict[str, np.ndarray]]:
         """The compiled code indexes in elements: a field whose address or strides are not
         multiples of its item size runs on an aligned copy, copied back if written."""
-        odd = [n for n, a in fields.items() if a.ctypes.data % a.itemsize
+        # flags.aligned is NumPy's own check of the address (and strides) against the
+        # dtype's alignment; the strides must moreover be whole elements
+        odd = [n for n, a in fields.items() if not a.flags.aligned
                or any(st % a.itemsize for st in a.strides)]
         if not odd:
             return values, {}
