@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit.registry import IMPLEMENTED, REGISTRY
+from stencilkit.registry import REGISTRY, implemented
 
 ROOT = Path(__file__).resolve().parent.parent
-AVAILABLE = [b for b in IMPLEMENTED if not REGISTRY[b].probe()]
+AVAILABLE = [b for b in implemented() if not REGISTRY[b].probe()]
 
 
 @pytest.mark.parametrize("kind", ["point", "computation", "parloop"])

@@ -19,6 +19,7 @@ import pytest
 
 import stencilkit as sk
 from stencilkit.loop import block_coloring
+from stencilkit.runtime.parloop_blocks import coloring
 
 
 def run_isolated(code: str, timeout: float = 120) -> str:
@@ -213,7 +214,7 @@ def test_coloring_is_not_inherited_by_a_new_map_that_reuses_an_id():
         acc = sk.Dat(nodes)
         loop = sk.ParLoop(spread2, cells, w(sk.READ, keep), v(sk.READ), acc(sk.INC, m),
                           backend="c", race="color")
-        for blocks in loop._coloring():          # no two blocks of a colour share a node
+        for blocks in coloring(loop):            # no two blocks of a colour share a node
             seen: set[int] = set()
             for s, t in blocks:
                 here = set(targets[s:t].ravel().tolist())

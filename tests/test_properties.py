@@ -142,7 +142,7 @@ def check(source: str, name: str, ndim: int, arrays: list[str], scalar: str | No
         args.append(scalar_value)
     key = (source, shape, seed, tuple(map(str, dtypes)), repr(scalar_value))
     ref = _numba(source, func, tuple(args), key)
-    for backend in sk.registry.IMPLEMENTED:
+    for backend in sk.registry.implemented():
         if not sk.registry.REGISTRY[backend].available:
             continue
         if isinstance(ref, Exception):

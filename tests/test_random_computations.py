@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, note, settings
 
 import stencilkit as sk
-from stencilkit.registry import IMPLEMENTED, REGISTRY
+from stencilkit.registry import REGISTRY, implemented
 
 from .corpus import loader
 from .corpus.programs import programs
@@ -40,7 +40,7 @@ HAS_REGIONS = hasattr(__import__("stencilkit.gtscript").gtscript, "region")
 _BASE = frozenset({"invalid"} | ({"regions"} if HAS_REGIONS else set()))
 
 _only = os.environ.get("STENCILKIT_RANDOM_BACKENDS")
-BACKENDS = [b for b in IMPLEMENTED if REGISTRY[b].probe() is None
+BACKENDS = [b for b in implemented() if REGISTRY[b].probe() is None
             and (not _only or b in _only.split(","))]
 _N = int(os.environ.get("STENCILKIT_RANDOM_EXAMPLES", "0"))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from . import registry
 from .errors import StencilError
 
 
@@ -35,18 +36,20 @@ def export(obj: object, directory: str | Path) -> tuple[Path, Path]:
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    backend = registry.exporter()  # the backend whose source is a C translation unit
     if isinstance(obj, ParLoop):
-        source = obj.generate(backend="c")
+        source = obj.generate(backend=backend)
         entry = loop_function_name(obj.kernel.name)
     elif isinstance(obj, PointStencil):
-        source = obj.generate(backend="c") if obj._last and obj._last[0] == "c" else None
+        source = obj.generate(backend=backend) if obj._last and obj._last[0] == backend \
+            else None
         if source is None:
-            raise StencilError("export needs the C code of a call: call the stencil once with "
-                               "backend='c' (or st.generate(a, backend='c')) first",
-                               stencil=obj.__name__)
+            raise StencilError(f"export needs the C code of a call: call the stencil once "
+                               f"with backend={backend!r} (or st.generate(a, "
+                               f"backend={backend!r})) first", stencil=obj.__name__)
         entry = function_name("point", obj._parse()[0].name)
     elif isinstance(obj, ComputationStencil):
-        source = obj.generate(backend="c")
+        source = obj.generate(backend=backend)
         entry = function_name("computation", obj.definition.name)
     else:
         raise StencilError(f"cannot export {obj!r}", hint="export a ParLoop or a stencil")

@@ -17,7 +17,7 @@ from types import FunctionType
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, registry
 from .errors import BackendError, StencilError, StencilSyntaxError
 
 
@@ -213,13 +213,9 @@ def _unwrapped(obj: object) -> object:
 
 # ------------------------------------------------------------------ stencil
 
-#: GT4Py's backend names (and ours) -> the stencilkit backend that runs them.
-BACKEND_NAMES: dict[str, str] = {
-    "numpy": "numpy", "debug": "numpy",
-    "gt:cpu_ifirst": "c", "gt:cpu_kfirst": "c", "gt:cpu": "c", "dace:cpu": "c", "c": "c",
-    "gt:gpu": "cuda", "dace:gpu": "cuda", "cuda": "cuda",
-    "numba": "numba", "opencl": "opencl",
-}
+#: GT4Py's backend names (and ours) -> the stencilkit backend that runs them (each backend's
+#: registry module declares the GT4Py names it stands in for).
+BACKEND_NAMES: dict[str, str] = registry.gt4py_names()
 
 # GT4Py options that change how it builds or caches, never the results: accepted, ignored.
 _IGNORED_OPTIONS = {"build_info", "format_source", "name", "rebuild", "cache_settings",

@@ -17,17 +17,18 @@ import numpy as np
 
 from . import registry
 from .analysis.typing import ArgType, type_point_kernel
-from .build import cache
-from .build.extension import build_extension, current_toolchain, exec_generated, module_name
 from .codegen import c_parloop as cpl
-from .codegen import numpy_parloop
 from .config import current
 from .errors import ArgumentError, StencilError, StencilTypeError
 from .ir import definition as d
 from .ir.core import walk
-from .parloop import INC, MAX, MIN, READ, RW, WRITE, Arg, Kernel, Set, check_args
-from .passes.pipeline import dump
+from .parloop import READ, Arg, Kernel, Set, check_args
+from .registry import Backend
 from .runtime import lazy
+
+# The schedulers' helpers, where the tests and the benchmarks have always found them
+from .runtime.parloop_blocks import BLOCK, block_coloring, even_blocks  # noqa: F401
+from .runtime.parloop_numpy import element_rounds, scatter_add  # noqa: F401
 
 
 def _specs(args: tuple[Arg, ...]) -> tuple[cpl.ArgSpec, ...]:
@@ -84,6 +85,7 @@ class ParLoop:
         self.race = race
         self.specs = _specs(self.args)
         self._loc = None
+        self._src = None  # the kernel's source, when written in Python
         self._typed = self._analyse() if kernel.func is not None else None
 
     # ------------------------------------------------------------ analysis
@@ -151,8 +153,8 @@ class ParLoop:
             return "color"
         return "atomic" if race == "atomic" else "color"
 
-    def _key(self, backend: str) -> tuple:
-        return (backend, self.kernel.name, self.kernel.code or self.kernel.func,
+    def _key(self, backend: Backend) -> tuple:
+        return (backend.name, self.kernel.name, self.kernel.code or self.kernel.func,
                 self.specs, self._race_mode())
 
     def generate(self, backend: str | None = None) -> str:
@@ -168,31 +170,19 @@ class ParLoop:
             _GENERATED[key] = built
         return built
 
-    def _generate(self, backend: str):
+    def _generate(self, backend: Backend):
         name = self.kernel.name
-        if backend == "numpy":
-            if self._typed is None:
-                raise StencilError("C-string kernels need the 'c' backend", stencil=name,
-                                   hint="use backend='c' or write the kernel in Python")
-            fname = f"sk_parloop_{name}"
-            src = numpy_parloop.kernel_source(self._typed, fname)
-            dump("code", f"{name} [numpy]", src)
-            return src, exec_generated("numpy-parloop", src, fname, f"parloop {name}")
+        backend.require("parloop", name, tuple(s.dtype for s in self.specs))
+        if self._typed is None and not backend.capabilities.c_kernels:  # type: ignore[union-attr]
+            able = [n for n, b in registry.REGISTRY.items()
+                    if b.built and b.capabilities.c_kernels]  # type: ignore[union-attr]
+            raise StencilError(f"C-string kernels need a backend that compiles C "
+                               f"({', '.join(map(repr, able))}), not {backend.name!r}",
+                               stencil=name, hint=f"use backend={able[0]!r} or write the "
+                                                  "kernel in Python")
         atomic = self._race_mode() == "atomic"
-        loop_name = cpl.loop_function_name(name)
-        if self._typed is not None:
-            kf = cpl.KernelLowering(self._typed, self.specs, self._src.line_text,
-                                    self._src.filename.rsplit("/", 1)[-1]).lower_kernel()
-            text, printer = cpl.kernel_function(kf)
-            helpers, status, call = printer.helpers, kf.uses_error_flag, kf.name
-        else:
-            text, helpers, status, call = self.kernel.code, set(), False, self.kernel.name
-        source = cpl.source(loop_name, name, self.specs, atomic, text, call, helpers, status)
-        dump("code", f"{name} [c]", source)
-        k = cache.key("c-parloop", source, current_toolchain().identity)
-        full = source + cpl.python_entry(loop_name, self.specs, module_name(k))
-        fn = build_extension(k, full, name)
-        return source, fn
+        return backend.build_parloop(name, self._typed, self.specs, self._src,
+                                     self.kernel.code, atomic)
 
     # ------------------------------------------------------------ execution
 
@@ -200,26 +190,9 @@ class ParLoop:
         """Run the loop now (after anything queued before it)."""
         lazy.flush()
         chosen = registry.resolve(self.backend, self.kernel.name)
-        _, fn = self._built(chosen)
+        _, fn = self._built(chosen.name)
         self._check_objects()
-        if chosen == "numpy":
-            self._run_numpy(fn)
-        else:
-            self._run_c(fn)
-
-    def _run_c(self, fn) -> None:
-        call: list[object] = []
-        for a in self.args:
-            call.append(a.obj._data)
-            if a.kind in ("indirect", "entry"):
-                call.append(a.map.values)  # type: ignore[union-attr]
-            elif a.kind == "mat":
-                call.append(a.obj.sparsity.lmap)  # type: ignore[union-attr]
-        if self._race_mode() == "color":
-            for blocks in self._coloring():
-                self._check(fn(blocks, *call))
-        else:
-            self._check(fn(even_blocks(self.iterset.size), *call))
+        chosen.launcher("parloop")(self, fn)
 
     def _check(self, status: int) -> None:
         if status:
@@ -274,206 +247,7 @@ class ParLoop:
                                     f"{spec.arity} {spec.index} entries", stencil=name,
                                     loc=self._loc, hint="build a new Map and ParLoop")
 
-    def _coloring(self) -> list[np.ndarray]:
-        """Blocks of elements grouped by colour; cached on the first written map, keyed by
-        the maps' versions (never reused, unlike id(): a new map cannot inherit a stale
-        colouring)."""
-        written = []
-        for a in self.args:
-            if a.kind in ("indirect", "entry") and a.mode is not READ:
-                written.append((a.map, a.path.index if a.kind == "entry" else None))  # type: ignore
-            elif a.kind == "mat":
-                written.append((a.path[0], None))  # type: ignore[index]
-        holder = written[0][0]._colorings  # type: ignore[union-attr]
-        key = tuple((m.version, entry) for m, entry in written)  # type: ignore[union-attr]
-        if key not in holder:
-            cols = [m.values if e is None else m.values[:, [e]]  # type: ignore[union-attr]
-                    for m, e in written]
-            holder[key] = block_coloring(self.iterset.size, cols,
-                                         [m.to_set.size for m, _ in written])  # type: ignore
-        return holder[key]
-
-    def _run_numpy(self, fn) -> None:
-        """One vectorized call over all elements; but RW through a map gathers and
-        scatters, so elements that share a target run in separate rounds: each sees the
-        others' updates, as in C's serial blocks (an increment by RW counts every time)."""
-        n = self.iterset.size
-        if not n:
-            return
-        shared_rw = [(a.map, a.path.index if a.kind == "entry" else None)  # type: ignore
-                     for a in self.args if a.kind in ("indirect", "entry") and a.mode is RW]
-        if not shared_rw:
-            self._run_numpy_part(fn, n, None)
-            return
-        holder = shared_rw[0][0]._colorings  # type: ignore[union-attr]
-        key = ("rounds",) + tuple((m.version, e) for m, e in shared_rw)  # type: ignore
-        if key not in holder:
-            holder[key] = element_rounds(n, [m.values if e is None else m.values[:, [e]]
-                                             for m, e in shared_rw])  # type: ignore
-        rounds = holder[key]
-        if len(rounds) == 1:
-            self._run_numpy_part(fn, n, None)
-            return
-        for sel in rounds:
-            self._run_numpy_part(fn, n, sel)
-
-    def _run_numpy_part(self, fn, n: int, sel: np.ndarray | None) -> None:
-        """Run the elements ``sel`` (all when None)."""
-        count = n if sel is None else len(sel)
-        pick = (lambda x: x) if sel is None else (lambda x: x[sel])
-        locals_: list[np.ndarray] = []
-        finish = []
-        for a in self.args:
-            data = a.obj._data
-            shape = (count, *a.local_shape)
-            if a.kind == "direct" and a.mode in (MIN, MAX):
-                rows = data.reshape((n, *a.local_shape))
-                loc = pick(rows).copy()
-                red = np.minimum if a.mode is MIN else np.maximum
-                finish.append(lambda d_=rows, l_=loc, r=red: d_.__setitem__(
-                    slice(None) if sel is None else sel, r(pick(d_), l_)))
-            elif a.kind == "direct":
-                rows = data.reshape((n, *a.local_shape))
-                loc = pick(rows)
-                if sel is not None and a.mode is not READ:
-                    finish.append(lambda d_=rows, l_=loc: d_.__setitem__(sel, l_))
-            elif a.kind in ("indirect", "entry"):
-                idx = pick(a.map.values if a.kind == "indirect"  # type: ignore[union-attr]
-                           else a.map.values[:, a.path.index])  # type: ignore[union-attr]
-                view = data.reshape(data.shape[0], a.obj.dim)  # type: ignore[union-attr]
-                loc = view[idx].reshape(shape) if a.mode in (READ, RW, MIN, MAX) \
-                    else np.zeros(shape, data.dtype)
-                if a.mode in (MIN, MAX):
-                    red = np.minimum if a.mode is MIN else np.maximum
-                    finish.append(lambda v=view, i=idx, l_=loc, r=red: r.at(
-                        v, i, l_.reshape(v[i].shape)))
-                elif a.mode is INC:
-                    finish.append(lambda v=view, i=idx, l_=loc: scatter_add(v, i, l_))
-                elif a.mode in (WRITE, RW):
-                    finish.append(lambda v=view, i=idx, l_=loc: v.__setitem__(
-                        i, l_.reshape(v[i].shape)))
-            elif a.kind == "global":
-                if a.mode is READ:
-                    loc = np.broadcast_to(data, shape)
-                elif a.mode is INC:
-                    loc = np.zeros(shape, data.dtype)
-                    finish.append(lambda g=data, l_=loc: g.__iadd__(l_.sum(axis=0)))
-                else:
-                    loc = np.broadcast_to(data, shape).copy()
-                    red = np.minimum if a.mode is MIN else np.maximum
-                    finish.append(lambda g=data, l_=loc, r=red: g.__setitem__(
-                        slice(None), r(g, r.reduce(l_, axis=0)) if len(l_) else g))
-            else:
-                loc = np.zeros(shape, data.dtype)
-                lmap = pick(a.obj.sparsity.lmap)  # type: ignore[union-attr]
-                if a.mode is INC:
-                    finish.append(lambda v=data, i=lmap, l_=loc: np.add.at(v, i, l_))
-                else:
-                    finish.append(lambda v=data, i=lmap, l_=loc: v.__setitem__(i, l_))
-            locals_.append(loc)
-        try:
-            fn(*locals_)
-        except IndexError:
-            # a run-time index past a local block (NumPy checks it; C clamps, flags 2)
-            self._check(2)
-        for f in finish:
-            f()
-
-
-def element_rounds(n: int, maps: list[np.ndarray], max_rounds: int = 64) -> list[np.ndarray]:
-    """Elements in rounds such that no two elements of a round share a target entry (of
-    any of ``maps``, which index one target set each). Luby's rule: each element gets a
-    random priority, and a round takes every remaining element whose priority is the
-    lowest on all its targets (with priorities in element order, a chain of neighbours
-    would give one element per round). Past ``max_rounds`` (a target shared by very many
-    elements) the rest run one element per round."""
-    offsets = np.cumsum([0] + [int(m.max()) + 1 if m.size else 0 for m in maps])
-    rows = np.concatenate([m.astype(np.int64) + o for m, o in zip(maps, offsets)], axis=1)
-    priority = np.random.default_rng(0).permutation(n)
-    remaining = np.arange(n)
-    rounds: list[np.ndarray] = []
-    while remaining.size and len(rounds) < max_rounds:
-        r, p = rows[remaining], priority[remaining]
-        lowest = np.full(offsets[-1], n, np.int64)
-        np.minimum.at(lowest, r.reshape(-1), np.repeat(p, r.shape[1]))
-        wins = (lowest[r] == p[:, None]).all(axis=1)
-        rounds.append(remaining[wins])
-        remaining = remaining[~wins]
-    rounds += [remaining[i:i + 1] for i in range(remaining.size)]
-    return rounds
-
-
 _GENERATED: dict[tuple, tuple[str, object]] = {}
-
-
-BLOCK = 2048
-
-
-def scatter_add(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
-    """``target[index] += values`` with repeated indices accumulated (np.bincount for reals,
-    several times faster than np.add.at)."""
-    flat_index = index.reshape(-1)
-    vals = values.reshape(flat_index.size, target.shape[1])
-    if target.dtype.kind == "f":
-        rows, length = flat_index, target.shape[0]
-        if length > 4 * flat_index.size + 4096:
-            # few entries of a huge target: bincount over the distinct ones only
-            rows, flat_index = np.unique(flat_index, return_inverse=True)
-            flat_index, length = flat_index.reshape(-1), len(rows)
-        for col in range(target.shape[1]):
-            sums = np.bincount(flat_index, weights=vals[:, col], minlength=length)
-            if length == target.shape[0]:
-                target[:, col] += sums.astype(target.dtype)
-            else:
-                target[rows, col] += sums.astype(target.dtype)
-    else:
-        np.add.at(target, flat_index, vals)
-
-
-def even_blocks(n: int, block: int = BLOCK) -> np.ndarray:
-    starts = np.arange(0, n, block, dtype=np.int64)
-    return np.ascontiguousarray(np.stack([starts, np.minimum(starts + block, n)], axis=1))
-
-
-def block_coloring(n: int, maps: list[np.ndarray], sizes: list[int],
-                   block: int = BLOCK) -> list[np.ndarray]:
-    """Greedy colouring of contiguous blocks of elements: two blocks of one colour share no
-    target entry, so a colour's blocks run in parallel without atomics while each block
-    keeps the elements' order (and their locality). Returns, per colour, its blocks as an
-    int64 (count, 2) array of [start, end) pairs. Colours come in palettes of 64 (one bit
-    each per target entry); a block that finds a palette full tries the next, so any
-    number of colours is possible (a target shared by every element gives one per block)."""
-    blocks = even_blocks(n, block)
-    targets = []
-    for m, size in zip(maps, sizes):
-        m = np.asarray(m)
-        if size > 8 * m.size + 4096:
-            # a few entries of a huge target set: colour their distinct values only
-            uniq, inverse = np.unique(m, return_inverse=True)
-            m, size = inverse.reshape(m.shape), len(uniq)
-        targets.append((m, size))
-    palettes: list[list[np.ndarray]] = []
-    colour_of = np.empty(len(blocks), np.int64)
-    for b, (start, end) in enumerate(blocks):
-        rows = [m[start:end].reshape(-1) for m, _ in targets]
-        p = 0
-        while True:
-            if p == len(palettes):
-                palettes.append([np.zeros(size, np.uint64) for _, size in targets])
-            used = palettes[p]
-            taken = 0
-            for u, r in zip(used, rows):
-                if r.size:
-                    taken |= int(np.bitwise_or.reduce(u[r]))
-            free = ~taken & ((1 << 64) - 1)
-            if free:
-                break
-            p += 1
-        c = (free & -free).bit_length() - 1
-        for u, r in zip(used, rows):
-            u[r] |= np.uint64(1 << c)
-        colour_of[b] = 64 * p + c
-    return [np.ascontiguousarray(blocks[colour_of == c]) for c in np.unique(colour_of)]
 
 
 def par_loop(kernel: Kernel, iterset: Set, *args: Arg, backend: str | None = None,

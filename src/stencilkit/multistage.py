@@ -17,8 +17,6 @@ import numpy as np
 
 from . import registry
 from .analysis import schedule as sch
-from .build.extension import exec_generated
-from .codegen import numpy_computation
 from .errors import ArgumentError, StencilError
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
@@ -66,8 +64,9 @@ class ComputationStencil:
         # Compiled backends recompute inlined temporaries in registers; NumPy would materialize
         # every recomputed subexpression, so it keeps the temporaries.
         inlined = inline_temporaries(typed)
-        self.plans = {"numpy": Plan(typed, self.schedule),
-                      "c": Plan(inlined, sch.build_schedule(inlined))}
+        # Keyed by the backends' capability ``inlines_temporaries``.
+        self.plans = {False: Plan(typed, self.schedule),
+                      True: Plan(inlined, sch.build_schedule(inlined))}
         dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
         self._builds: dict[tuple, object] = {}
         self._geo_cache: dict[tuple, Geometry] = {}
@@ -82,12 +81,17 @@ class ComputationStencil:
 
     @property
     def ir(self) -> str:
-        """The definition with its schedule; then the C backend's, if inlining changed it."""
+        """The definition with its schedule; then the one of the backends that inline
+        temporaries, if inlining changed it."""
         text = sch.format_schedule(self.definition, self.schedule)
-        compiled = self.plans["c"]
+        compiled = self.plans[True]
         if compiled.definition != self.definition:
-            text += ("\n\nC backend, after inlining temporaries into their readers:\n"
-                     + sch.format_schedule(compiled.definition, compiled.schedule))
+            names = [n for n, b in registry.REGISTRY.items()
+                     if b.built and b.capabilities.inlines_temporaries]  # type: ignore[union-attr]
+            text += (f"\n\n{', '.join(map(repr, names))} backend"
+                     f"{'s' if len(names) > 1 else ''}, after inlining temporaries into "
+                     "their readers:\n" + sch.format_schedule(compiled.definition,
+                                                               compiled.schedule))
         return text
 
     @property
@@ -116,7 +120,7 @@ class ComputationStencil:
         else:  # unchecked types are the caller's risk; memory safety is not
             self._check_arrays(fields)
         chosen = registry.resolve(self.backend, self.__name__)
-        plan = self.plans["numpy" if chosen == "numpy" else "c"]
+        plan = self._plan(chosen)
         try:
             geo_key = (id(plan), tuple(a.shape for a in fields.values()),
                        _hashable(origin), _hashable(domain))
@@ -132,7 +136,7 @@ class ComputationStencil:
         temps = self._temporaries(geo, plan)
         _, run = self._build(chosen, fields)
         written: dict[str, np.ndarray] = {}
-        if chosen != "numpy":
+        if chosen.capabilities.compiled:  # type: ignore[union-attr]
             values, written = self._aligned(values, fields)
         if exec_info is not None:
             exec_info["run_start_time"] = time.perf_counter()
@@ -151,7 +155,7 @@ class ComputationStencil:
             exec_info["call_end_time"] = time.perf_counter()
             exec_info["domain"] = geo.domain
             exec_info["origin"] = dict(geo.origins)
-            exec_info["backend"] = chosen
+            exec_info["backend"] = chosen.name
 
     def _bind(self, args: tuple, kwargs: dict) -> dict[str, object]:
         """Arguments by position (up to the keyword-only ones) or name; defaults fill the rest."""
@@ -427,23 +431,20 @@ class ComputationStencil:
 
     # ------------------------------------------------------------ code
 
-    def _build(self, backend: str, fields: dict[str, np.ndarray] | None):
-        if backend == "numpy":
-            key: tuple = (backend,)
-        else:
-            from .codegen.c_computation import layout_of
+    def _plan(self, backend: registry.Backend) -> Plan:
+        return self.plans[backend.capabilities.inlines_temporaries]  # type: ignore[union-attr]
 
-            key = (backend, tuple(sorted(layout_of(fields, self.definition).items())))
+    def _build(self, backend: registry.Backend, fields: dict[str, np.ndarray] | None):
+        key = (backend.name, backend.computation_key(fields, self.definition))
         built = self._builds.get(key)
         if built is None:
-            plan = self.plans["numpy" if backend == "numpy" else "c"]
-            if backend == "numpy":
-                built = _build_numpy(plan.definition, plan.schedule)
-            else:
-                from .codegen.c_computation import build_c
-
-                built = build_c(plan.definition, plan.schedule, self.source, fields)
-            dump("code", f"{self.__name__} [{backend}]", built[0])
+            backend.require("computation", self.__name__,
+                            tuple({f.dtype for f in self.definition.fields}
+                                  | {s.dtype for s in self.definition.scalars}))
+            plan = self._plan(backend)
+            built = backend.build_computation(plan.definition, plan.schedule, self.source,
+                                              fields)
+            dump("code", f"{self.__name__} [{backend.name}]", built[0])
             self._builds[key] = built
         return built
 
@@ -479,35 +480,3 @@ def _expand(o: tuple[int, ...], axes: str) -> Origin:
     for v, a in zip(o, axes):
         full["IJK".index(a)] = v
     return tuple(full)  # type: ignore[return-value]
-
-
-def k_offset_error(defn: c.ComputationDef, culprits: list) -> ArgumentError:
-    """The error after a call in which a read at a run-time K offset left its field."""
-    first = culprits[0]
-    where = ", ".join(sorted({f"'{a.field}' (line {a.loc.line})" if a.loc else f"'{a.field}'"
-                              for a in culprits}))
-    return ArgumentError(
-        f"a read at a run-time vertical offset fell outside the field: {where}; that level "
-        "was not read (the results of the call are incomplete)", stencil=defn.name,
-        loc=first.loc or defn.loc, hint="keep k + offset within the field's levels (give it "
-                                        "more levels, or bound the offset expression)")
-
-
-def _build_numpy(defn: c.ComputationDef, sched: sch.Schedule):
-    fname = "sk_" + defn.name
-    source, printer = numpy_computation.computation_printer(defn, sched, fname)
-    k_reads = list(printer.k_reads)
-    fn = exec_generated("numpy-computation", source, fname, defn.name)
-    names = [f.name for f in defn.fields]
-    temps = [t for t, _ in defn.temporaries]
-    scalars = [s.name for s in defn.scalars]
-    scalar_types = {s.name: s.dtype for s in defn.scalars}
-
-    def run(values, temp_arrays, geo: Geometry) -> None:
-        args = [values[n] for n in names] + [temp_arrays[t] for t in temps]
-        args += [scalar_types[s].type(values[s]) for s in scalars]
-        failed = fn(*args, geo.origins, geo.domain)
-        if failed:
-            raise k_offset_error(defn, [k_reads[i] for i in failed])
-
-    return source, run

@@ -15,18 +15,14 @@ import numpy as np
 from . import dtypes, registry
 from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
-from .build import cache
-from .build.extension import build_extension, current_toolchain, exec_generated, module_name
-from .codegen import c as c_codegen
-from .codegen import numpy as np_codegen
 from .errors import ArgumentError, Location, StencilError, StencilSyntaxError, StencilTypeError
 from .frontend.computation import is_computation
 from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
 from .ir import definition as d
 from .passes import pipeline
-from .passes.lower_point import CVAL, FILL_BORDER, Layout
-from .runtime.launch import NumpyPointCall, PointCall, check_shapes
+from .passes.lower_point import Layout
+from .runtime.launch import PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
 _COMPUTATION_OPTIONS = {"backend", "externals", "dtypes"}
@@ -275,19 +271,16 @@ class PointStencil:
                          and types[i].is_array)
         check_shapes(args, None, relative, name, kernel.loc)
         chosen = registry.resolve(backend or self.backend, name)
-        if chosen == "numpy":
-            source, entry = _build_numpy(typed)
-            kind = NumpyPointCall
-        else:
-            layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
-                                  for a in args),
-                            okey[2] if okey is not None else True)
-            source, entry = _build_c(typed, layout, src, out_dtype, types)
-            kind = PointCall
-        pipeline.dump("code", f"{name} [{chosen}]", source)
-        self._last = (chosen, typed, source)
-        return kind(entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
-                    array_positions=arrays, relative_positions=relative, source=source)
+        chosen.require("point", name, (*(t.dtype for t in types), out_dtype))
+        layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
+                              for a in args),
+                        okey[2] if okey is not None else True)
+        source, entry = chosen.build_point(typed, layout, src, out_dtype, types)
+        pipeline.dump("code", f"{name} [{chosen.name}]", source)
+        self._last = (chosen.name, typed, source)
+        return chosen.launcher("point")(
+            entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
+            array_positions=arrays, relative_positions=relative, source=source)
 
     def _converted_cval(self, rt: np.dtype, out_dtype: np.dtype, kernel: d.PointKernel):
         cval = 0 if self.cval is None else self.cval
@@ -306,46 +299,6 @@ class PointStencil:
                                    hint="use a finite cval, or a float result")
         with np.errstate(all="ignore"):
             return np.array(cval).astype(out_dtype).item()
-
-
-def _build_numpy(typed: pipeline.TypedPointKernel):
-    kernel = typed.kernel
-    fname = "sk_" + "".join(ch if ch.isalnum() else "_" for ch in kernel.name)
-    source = np_codegen.kernel_source(kernel, typed.neighborhood.border, fname)
-    return source, exec_generated("numpy-point", source, fname, kernel.name)
-
-
-def _build_c(typed: pipeline.TypedPointKernel, layout: Layout, src: SourceFunction,
-             out_dtype: np.dtype, types: tuple[ArgType, ...]):
-    kernel = typed.kernel
-    kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype)
-    source, _ = c_codegen.kernel_source(kf)
-    tc = current_toolchain()
-    wrapper_args = []
-    for i, (p, t) in enumerate(zip(kernel.params, types)):
-        role = ("first" if i == 0 else "relative" if p in kernel.relative else
-                "standard" if p in kernel.standard or t.is_array else "scalar")
-        wrapper_args.append(c_codegen.WrapperArg(p, t.dtype, t.ndim, False,
-                                                 layout.unit_stride[i], role))
-    wrapper_args.append(c_codegen.WrapperArg("out", out_dtype, kernel.ndim, True,
-                                             layout.out_unit_stride, "out"))
-    wrapper_args.append(c_codegen.WrapperArg(FILL_BORDER, dtypes.BOOL, 0, role="scalar"))
-    wrapper_args.append(c_codegen.WrapperArg(CVAL, out_dtype, 0, role="scalar"))
-    # An empty standard_indexing array: the kernel's bounds check reports a read of it, but
-    # the clamped element it reads instead does not exist either. Refuse before running,
-    # unless no interior point (so no read) exists.
-    no_interior = " || ".join(f"v0->shape[{dim}] <= {hi - lo}"
-                              for dim, (lo, hi) in enumerate(typed.neighborhood.border))
-    checks = tuple((f"v{i}->len != 0 || {no_interior}", f"standard_indexing array '{a.name}' "
-                    "is empty, so every read of it is out of range")
-                   for i, a in enumerate(wrapper_args) if a.role == "standard" and a.ndim > 0
-                   and a.name in kernel.standard)
-    k = cache.key("c-point", repr(pipeline.POINT_PIPELINE), source, tc.identity,
-                  repr(wrapper_args), repr(checks))
-    module = module_name(k)
-    full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name,
-                                             checks)
-    return source, build_extension(k, full, kernel.name)
 
 
 def stencil(func_or_mode: object = "constant", **options: object):

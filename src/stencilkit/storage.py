@@ -1,9 +1,10 @@
 """Storages: arrays laid out the way a backend's generated code runs fastest on.
 
-On the ``"c"`` backend a 3-D storage of shape (I, J, K) keeps each IJ plane contiguous (J the
-unit-stride axis, K the outermost in memory): vertical solvers then sweep K over whole planes
-and vectorize along J. Every storage is aligned to 64 bytes. Stencils accept any strided
-array; storages are only the fastest.
+On a backend whose capabilities ask for it (``k_planes_storage``: the "c" backend) a 3-D
+storage of shape (I, J, K) keeps each IJ plane contiguous (J the unit-stride axis, K the
+outermost in memory): vertical solvers then sweep K over whole planes and vectorize along J.
+Every storage is aligned to 64 bytes. Stencils accept any strided array; storages are only
+the fastest.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def empty(shape: object, dtype: object = float, *, backend: str | None = None,
     full = _normalize(shape, halo)
     chosen = registry.resolve(backend) if backend is not None else registry.resolve(None)
     n = int(np.prod(full))
-    if chosen == "c" and len(full) == 3:
+    if chosen.capabilities.k_planes_storage and len(full) == 3:  # type: ignore[union-attr]
         ni, nj, nk = full
         planes = _aligned_empty(n, t).reshape(nk, ni, nj)  # K outermost, J unit stride
         return planes.transpose(1, 2, 0)

@@ -1,4 +1,4 @@
-"""Lowering of scheduled computations to kernel IR, and their C build.
+"""Lowering of scheduled computations to kernel IR (registry/c.py builds it into C).
 
 Loop structure per multistage (the layout key says which axis of each field has unit stride;
 the loop over that axis is innermost so that it vectorizes):
@@ -15,7 +15,6 @@ the loop over that axis is innermost so that it vectorizes):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 import numpy as np
 
@@ -31,15 +30,12 @@ from ..analysis.schedule import (
     variable_k_reads,
     writes,
 )
-from ..build import cache
-from ..build.extension import build_extension, current_toolchain, module_name
 from ..frontend.source import SourceFunction
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
 from ..passes.lower_point import PointLowering, free_parameters, function_name
-from ..passes.pipeline import dump
 from . import c as cgen
 
 AXES = "IJK"
@@ -484,55 +480,3 @@ def layout_of(fields: dict[str, np.ndarray] | None, defn: c.ComputationDef) -> d
     for t, _ in defn.temporaries:
         out[t] = 2
     return out
-
-
-def build_c(defn: c.ComputationDef, sched: Schedule, src: SourceFunction,
-            fields: dict[str, np.ndarray] | None = None) -> tuple[str, Callable]:
-    layout = layout_of(fields, defn)
-    lowering = ComputationLowering(defn, sched, layout, src)
-    kf = lowering.lower_all()
-    dump("kernel", defn.name, cgen.kernel_ir_text(kf))
-    printer = ComputationCPrinter(kf)
-    fn_text = printer.function()
-    source = "\n".join([printer.prelude(), cgen.header_comment(kf), fn_text, ""])
-    tc = current_toolchain()
-    # Python-level arguments: fields, temporaries held in memory, origins, scalars, domain
-    buffers = list(lowering.buffers)
-    wargs: list[cgen.WrapperArg] = []
-    # Fields only read may be read-only arrays; written fields and temporaries must be writable
-    read_only = {f.name for f in defn.fields} - {n for ms in sched.multistages for n in ms.written}
-    for name in buffers:
-        buf = lowering.buffers[name]
-        wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim, name not in read_only,
-                                     False, "field"))
-    origin_names = [origin_key(n, a) for n in buffers for a in lowering.axes[n]]
-    wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role="scalar") for o in origin_names]
-    wargs += [cgen.WrapperArg(s.name, s.dtype, 0, role="scalar") for s in defn.scalars]
-    wargs += [cgen.WrapperArg(domain_key(a), dtypes.INT64, 0, role="scalar") for a in AXES]
-    index = {a.name: i for i, a in enumerate(wargs)}
-    checks = []
-    for name in buffers:
-        buf_i = index[name]
-        unit = layout.get(name)
-        if unit is not None:
-            checks.append((f"v{buf_i}->shape[{unit}] <= 1 || v{buf_i}->strides[{unit}] == "
-                           f"{lowering.buffers[name].element_type.itemsize}",
-                           f"'{name}' changed layout since the code was built"))
-    k_ = cache.key("c-computation", source, tc.identity, repr(wargs), repr(checks))
-    full = source + cgen.python_wrapper(kf, tuple(wargs), module_name(k_), defn.name,
-                                        tuple(checks))
-    fn = build_extension(k_, full, defn.name)
-    scalar_types = {s.name: s.dtype for s in defn.scalars}
-    entry = fn
-    field_names = {f.name for f in defn.fields}
-
-    def run(values, temps, geo) -> None:
-        args: list[object] = [values[n] if n in field_names else temps[n] for n in buffers]
-        args += [geo.origins[n]["IJK".index(a)] for n in buffers for a in lowering.axes[n]]
-        args += [scalar_types[s.name].type(values[s.name]).item() for s in defn.scalars]
-        args += list(geo.domain)
-        if entry(*args):
-            from ..multistage import k_offset_error
-            raise k_offset_error(defn, variable_k_reads(defn))
-
-    return source, run

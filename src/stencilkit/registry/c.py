@@ -1,0 +1,172 @@
+"""The "c" backend: C99 + OpenMP built by the system compiler into a CPython extension.
+
+Every kind is lowered to kernel IR, printed as C, wrapped in a generated CPython entry point
+(``codegen.c.python_wrapper``: the argument checks run in C) and compiled by the toolchain
+under the cache's lock; the launchers in ``runtime/`` call the entry point.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import dtypes
+from .base import Backend, Capabilities, PerKind, Pieces
+
+
+@functools.cache
+def probe() -> str | None:
+    from ..build.toolchain import find_compiler
+    from ..config import current
+
+    return None if find_compiler(current().cc) else "no C compiler found ($CC, gcc, clang, cc)"
+
+
+class CBackend(Backend):
+    def build_point(self, typed, layout, src, out_dtype, types):
+        from ..build import cache
+        from ..build.extension import build_extension, current_toolchain, module_name
+        from ..codegen import c as c_codegen
+        from ..passes import pipeline
+        from ..passes.lower_point import CVAL, FILL_BORDER
+
+        kernel = typed.kernel
+        kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
+                            out_dtype)
+        source, _ = c_codegen.kernel_source(kf)
+        tc = current_toolchain()
+        wrapper_args = []
+        for i, (p, t) in enumerate(zip(kernel.params, types)):
+            role = ("first" if i == 0 else "relative" if p in kernel.relative else
+                    "standard" if p in kernel.standard or t.is_array else "scalar")
+            wrapper_args.append(c_codegen.WrapperArg(p, t.dtype, t.ndim, False,
+                                                     layout.unit_stride[i], role))
+        wrapper_args.append(c_codegen.WrapperArg("out", out_dtype, kernel.ndim, True,
+                                                 layout.out_unit_stride, "out"))
+        wrapper_args.append(c_codegen.WrapperArg(FILL_BORDER, dtypes.BOOL, 0, role="scalar"))
+        wrapper_args.append(c_codegen.WrapperArg(CVAL, out_dtype, 0, role="scalar"))
+        # An empty standard_indexing array: the kernel's bounds check reports a read of it,
+        # but the clamped element it reads instead does not exist either. Refuse before
+        # running, unless no interior point (so no read) exists.
+        no_interior = " || ".join(f"v0->shape[{dim}] <= {hi - lo}"
+                                  for dim, (lo, hi) in enumerate(typed.neighborhood.border))
+        checks = tuple((f"v{i}->len != 0 || {no_interior}", f"standard_indexing array "
+                        f"'{a.name}' is empty, so every read of it is out of range")
+                       for i, a in enumerate(wrapper_args) if a.role == "standard"
+                       and a.ndim > 0 and a.name in kernel.standard)
+        k = cache.key("c-point", repr(pipeline.POINT_PIPELINE), source, tc.identity,
+                      repr(wrapper_args), repr(checks))
+        module = module_name(k)
+        full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name,
+                                                 checks)
+        return source, build_extension(k, full, kernel.name)
+
+    def computation_key(self, fields, defn):
+        from ..codegen.c_computation import layout_of
+
+        return tuple(sorted(layout_of(fields, defn).items()))
+
+    def build_computation(self, defn, sched, src, fields):
+        from ..build import cache
+        from ..build.extension import build_extension, current_toolchain, module_name
+        from ..codegen import c as cgen
+        from ..codegen.c_computation import (
+            AXES,
+            ComputationCPrinter,
+            ComputationLowering,
+            domain_key,
+            layout_of,
+            origin_key,
+        )
+        from ..passes.pipeline import dump
+        from ..runtime.computation import CompiledComputationCall
+
+        layout = layout_of(fields, defn)
+        lowering = ComputationLowering(defn, sched, layout, src)
+        kf = lowering.lower_all()
+        dump("kernel", defn.name, cgen.kernel_ir_text(kf))
+        printer = ComputationCPrinter(kf)
+        fn_text = printer.function()
+        source = "\n".join([printer.prelude(), cgen.header_comment(kf), fn_text, ""])
+        tc = current_toolchain()
+        # Python-level arguments: fields, temporaries held in memory, origins, scalars, domain
+        buffers = list(lowering.buffers)
+        wargs: list[cgen.WrapperArg] = []
+        # Fields only read may be read-only arrays; written fields and temporaries must be
+        # writable
+        read_only = {f.name for f in defn.fields} - {n for ms in sched.multistages
+                                                     for n in ms.written}
+        for name in buffers:
+            buf = lowering.buffers[name]
+            wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim,
+                                         name not in read_only, False, "field"))
+        origin_names = [origin_key(n, a) for n in buffers for a in lowering.axes[n]]
+        wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role="scalar") for o in origin_names]
+        wargs += [cgen.WrapperArg(s.name, s.dtype, 0, role="scalar") for s in defn.scalars]
+        wargs += [cgen.WrapperArg(domain_key(a), dtypes.INT64, 0, role="scalar") for a in AXES]
+        index = {a.name: i for i, a in enumerate(wargs)}
+        checks = []
+        for name in buffers:
+            buf_i = index[name]
+            unit = layout.get(name)
+            if unit is not None:
+                checks.append((f"v{buf_i}->shape[{unit}] <= 1 || v{buf_i}->strides[{unit}] "
+                               f"== {lowering.buffers[name].element_type.itemsize}",
+                               f"'{name}' changed layout since the code was built"))
+        k_ = cache.key("c-computation", source, tc.identity, repr(wargs), repr(checks))
+        full = source + cgen.python_wrapper(kf, tuple(wargs), module_name(k_), defn.name,
+                                            tuple(checks))
+        fn = build_extension(k_, full, defn.name)
+        axes = {n: tuple(lowering.axes[n]) for n in buffers}
+        return source, CompiledComputationCall(fn, defn, tuple(buffers), axes)
+
+    def build_parloop(self, name, typed, specs, src, code, atomic):
+        from ..build import cache
+        from ..build.extension import build_extension, current_toolchain, module_name
+        from ..codegen import c_parloop as cpl
+        from ..passes.pipeline import dump
+
+        loop_name = cpl.loop_function_name(name)
+        if typed is not None:
+            kf = cpl.KernelLowering(typed, specs, src.line_text,
+                                    src.filename.rsplit("/", 1)[-1]).lower_kernel()
+            text, printer = cpl.kernel_function(kf)
+            helpers, status, call = printer.helpers, kf.uses_error_flag, kf.name
+        else:
+            text, helpers, status, call = code, set(), False, name
+        source = cpl.source(loop_name, name, specs, atomic, text, call, helpers, status)
+        dump("code", f"{name} [{self.name}]", source)
+        k = cache.key("c-parloop", source, current_toolchain().identity)
+        full = source + cpl.python_entry(loop_name, specs, module_name(k))
+        fn = build_extension(k, full, name)
+        return source, fn
+
+
+BACKEND = CBackend(
+    name="c",
+    description="C99 + OpenMP via the system compiler, loaded in-process",
+    needs="gcc or clang",
+    probe=probe,
+    capabilities=Capabilities(
+        kinds=frozenset({"point", "computation", "parloop"}),
+        dtypes=dtypes.SUPPORTED,
+        device="cpu",
+        compiled=True,
+        inlines_temporaries=True,
+        c_kernels=True,
+        k_planes_storage=True,
+        exports_c=True,
+    ),
+    pieces=Pieces(
+        # OpenMP: the C printers' loop_pragmas map parallel loops to `omp parallel for`
+        platform="stencilkit.codegen.c:CPrinter.loop_pragmas",
+        printer=PerKind(point="stencilkit.codegen.c:CPrinter",
+                        computation="stencilkit.codegen.c_computation:ComputationCPrinter",
+                        parloop="stencilkit.codegen.c_parloop:kernel_function"),
+        toolchain="stencilkit.build.extension:build_extension",
+        launcher=PerKind(point="stencilkit.runtime.launch:PointCall",
+                         computation="stencilkit.runtime.computation:CompiledComputationCall",
+                         parloop="stencilkit.runtime.parloop_blocks:run_blocks"),
+        array_module="numpy",
+    ),
+    gt4py_names=("c", "gt:cpu_ifirst", "gt:cpu_kfirst", "gt:cpu", "dace:cpu"),
+)
