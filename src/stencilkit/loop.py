@@ -25,6 +25,7 @@ from .ir.core import walk
 from .parloop import READ, Arg, Kernel, Set, check_args
 from .registry import Backend
 from .runtime import lazy
+from .runtime.parloop_args import check_objects
 
 # The schedulers' helpers, where the tests and the benchmarks have always found them
 from .runtime.parloop_blocks import BLOCK, block_coloring, even_blocks  # noqa: F401
@@ -84,7 +85,7 @@ class ParLoop:
         self.backend = backend or kernel.backend
         self.race = race
         self.specs = _specs(self.args)
-        self._loc = None
+        self.loc = None
         self._src = None  # the kernel's source, when written in Python
         self._typed = self._analyse() if kernel.func is not None else None
 
@@ -96,7 +97,7 @@ class ParLoop:
 
         parsed, self._src = parse_kernel(self.kernel.func)
         name = parsed.name
-        self._loc = parsed.loc
+        self.loc = parsed.loc
         if len(parsed.params) != len(self.args):
             raise ArgumentError(f"the kernel takes {len(parsed.params)} arguments, the loop "
                                 f"passes {len(self.args)}", stencil=name, loc=parsed.loc,
@@ -139,7 +140,8 @@ class ParLoop:
 
     # ------------------------------------------------------------ code
 
-    def _race_mode(self) -> str:
+    def race_mode(self) -> str:
+        """How shared targets are protected: "none" (no shared write), "color" or "atomic"."""
         race = self.race or current().race
         if race not in RACE_MODES:
             raise ArgumentError(f"race mode {race!r} (sk.configure or STENCILKIT_RACE) is not "
@@ -155,7 +157,7 @@ class ParLoop:
 
     def _key(self, backend: Backend) -> tuple:
         return (backend.name, self.kernel.name, self.kernel.code or self.kernel.func,
-                self.specs, self._race_mode())
+                self.specs, self.race_mode())
 
     def generate(self, backend: str | None = None) -> str:
         """The generated source; cached in memory and on disk, independent of sizes."""
@@ -180,7 +182,7 @@ class ParLoop:
                                f"({', '.join(map(repr, able))}), not {backend.name!r}",
                                stencil=name, hint=f"use backend={able[0]!r} or write the "
                                                   "kernel in Python")
-        atomic = self._race_mode() == "atomic"
+        atomic = self.race_mode() == "atomic"
         return backend.build_parloop(name, self._typed, self.specs, self._src,
                                      self.kernel.code, atomic)
 
@@ -191,61 +193,17 @@ class ParLoop:
         lazy.flush()
         chosen = registry.resolve(self.backend, self.kernel.name)
         _, fn = self._built(chosen.name)
-        self._check_objects()
+        check_objects(self)
         chosen.launcher("parloop")(self, fn)
 
-    def _check(self, status: int) -> None:
+    def check_status(self, status: int) -> None:
+        """The error for a non-zero status of the generated loop (launchers call this)."""
         if status:
             raise ArgumentError("the kernel indexed a local array out of range at run time "
                                 "(nothing outside the data was touched)",
-                                stencil=self.kernel.name, loc=self._loc,
+                                stencil=self.kernel.name, loc=self.loc,
                                 hint="check the indices against the map arity and dim")
 
-    def _check_objects(self) -> None:
-        """Before each run, what the generated code trusts: every array still has the
-        shape, dtype and layout the loop was built for, and is writable where written.
-        O(arguments), whatever the sizes; Map values and Set sizes cannot change (see
-        parloop.Map), so their contents need no check here."""
-        name, n = self.kernel.name, self.iterset.size
-        for i, (a, spec) in enumerate(zip(self.args, self.specs)):
-            obj, m = a.obj, a.map
-            what = f"argument {i + 1} ({type(obj).__name__} {obj.name})"
-            if a.kind == "mat":
-                sp = obj.sparsity  # type: ignore[union-attr]
-                if sp.versions != (sp.rowmap.version, sp.colmap.version):
-                    raise ArgumentError(f"{what}: a map of its Sparsity was given new values "
-                                        "after the Sparsity was built", stencil=name,
-                                        loc=self._loc,
-                                        hint="build a new sk.Sparsity and sk.Mat on the maps")
-                expected: tuple[int, ...] = (sp.nnz,)
-            elif a.kind == "global":
-                expected = (spec.dim,)
-            else:
-                rows = n if m is None else m.to_set.size
-                expected = (rows,) if spec.dim == 1 else (rows, spec.dim)
-            data = obj._data
-            if (not isinstance(data, np.ndarray) or obj.dim != spec.dim
-                    or data.shape != expected or data.dtype != spec.dtype
-                    or not data.flags.c_contiguous):
-                got = (f"shape {data.shape}, dtype {data.dtype}" if isinstance(data, np.ndarray)
-                       else type(data).__name__)
-                raise ArgumentError(f"{what} now holds {got} (dim {obj.dim}); the loop was "
-                                    f"built for shape {expected}, dtype {spec.dtype}",
-                                    stencil=name, loc=self._loc,
-                                    hint="shape, dtype and dim of a Dat are fixed: assign "
-                                         "values with x.data[...] = v, or build a new Dat "
-                                         "and ParLoop")
-            if a.mode is not READ and not data.flags.writeable:
-                raise ArgumentError(f"{what} is read-only (its .data was made read-only) but "
-                                    f"the loop writes it ({a.mode.value})", stencil=name,
-                                    loc=self._loc,
-                                    hint="pass it READ, or make it writeable again: "
-                                         "x.data.flags.writeable = True")
-            if m is not None and (m.values.shape != (n, spec.arity)
-                                  or m.values.dtype != spec.index):
-                raise ArgumentError(f"{what}: map {m.name} no longer has {n} rows of "
-                                    f"{spec.arity} {spec.index} entries", stencil=name,
-                                    loc=self._loc, hint="build a new Map and ParLoop")
 
 _GENERATED: dict[tuple, tuple[str, object]] = {}
 

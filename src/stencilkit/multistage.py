@@ -22,6 +22,7 @@ from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .passes.inline_temporaries import inline_temporaries
 from .passes.pipeline import dump
+from .runtime.computation_args import ComputationArguments
 
 Origin = tuple[int, int, int]
 
@@ -54,8 +55,6 @@ class ComputationStencil:
         self.__doc__ = func.__doc__
         self.backend = backend
         parsed, self.source = parse_computation(func, externals, dtypes)
-        self._positional = parsed.params[:func.__code__.co_argcount]
-        self._defaults = parameter_defaults(func)
         dump("ir", self.__name__, c.format_computation(parsed))
         typed = sch.type_computation(parsed)
         sch.check_access_rules(typed)
@@ -70,9 +69,11 @@ class ComputationStencil:
         dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
         self._builds: dict[tuple, object] = {}
         self._geo_cache: dict[tuple, Geometry] = {}
-        self._written_fields = tuple(
-            f.name for f in typed.fields
-            if any(f.name in ms.written for ms in self.schedule.multistages))
+        written = tuple(f.name for f in typed.fields
+                        if any(f.name in ms.written for ms in self.schedule.multistages))
+        self._arguments = ComputationArguments(
+            typed, self.__name__, parsed.params[:func.__code__.co_argcount],
+            parameter_defaults(func), written)
         # Temporaries are reused between calls, per thread: concurrent calls from several
         # threads must not share them.
         self._local = threading.local()
@@ -113,12 +114,12 @@ class ComputationStencil:
                                     stencil=self.__name__, loc=self.definition.loc,
                                     hint="pass exec_info={} (or None)")
             exec_info["call_start_time"] = time.perf_counter()
-        values = self._bind(args, kwargs)
+        values = self._arguments.bind(args, kwargs)
         fields = {f.name: values[f.name] for f in self.definition.fields}
         if validate_args:
-            self._check_fields(fields)
+            self._arguments.check_fields(fields)
         else:  # unchecked types are the caller's risk; memory safety is not
-            self._check_arrays(fields)
+            self._arguments.check_arrays(fields)
         chosen = registry.resolve(self.backend, self.__name__)
         plan = self._plan(chosen)
         try:
@@ -137,7 +138,7 @@ class ComputationStencil:
         _, run = self._build(chosen, fields)
         written: dict[str, np.ndarray] = {}
         if chosen.capabilities.compiled:  # type: ignore[union-attr]
-            values, written = self._aligned(values, fields)
+            values, written = self._arguments.aligned(values, fields)
         if exec_info is not None:
             exec_info["run_start_time"] = time.perf_counter()
         try:
@@ -156,123 +157,6 @@ class ComputationStencil:
             exec_info["domain"] = geo.domain
             exec_info["origin"] = dict(geo.origins)
             exec_info["backend"] = chosen.name
-
-    def _bind(self, args: tuple, kwargs: dict) -> dict[str, object]:
-        """Arguments by position (up to the keyword-only ones) or name; defaults fill the rest."""
-        params = self.definition.params
-        positional = self._positional
-        if len(args) > len(positional):
-            kw_only = params[len(positional):]
-            raise ArgumentError(f"takes {len(positional)} positional arguments, {len(args)} "
-                                "given", stencil=self.__name__, loc=self.definition.loc,
-                                hint=f"the parameters are {', '.join(params)}" + (
-                                    f"; pass {', '.join(kw_only)} by name" if kw_only else ""))
-        values = dict(zip(positional, args))
-        for k, v in kwargs.items():
-            if k not in params:
-                raise ArgumentError(f"unexpected argument '{k}'", stencil=self.__name__,
-                                    loc=self.definition.loc,
-                                    hint=f"the parameters are {', '.join(params)}")
-            if k in values:
-                raise ArgumentError(f"argument '{k}' given twice", stencil=self.__name__)
-            values[k] = v
-        for p in params:
-            if p not in values and p in self._defaults:
-                values[p] = self._defaults[p]
-        missing = [p for p in params if p not in values]
-        if missing:
-            raise ArgumentError(f"missing argument(s) {missing}", stencil=self.__name__,
-                                loc=self.definition.loc)
-        for f in self.definition.fields:
-            if values[f.name] is None:
-                raise ArgumentError(f"field '{f.name}' is None but the stencil uses it",
-                                    stencil=self.__name__, loc=self.definition.loc,
-                                    hint=f"pass an array for '{f.name}'")
-        for s in self.definition.scalars:
-            self._check_scalar(s.name, s.dtype, values[s.name])
-        return values
-
-    def _check_scalar(self, name: str, t: np.dtype, v: object) -> None:
-        """A scalar must be a number of a kind the parameter's type holds (no complex for a
-        float, no float for an int) and, for integers, in its range."""
-        kinds = {"b": "b", "i": "biu", "u": "biu", "f": "biuf", "c": "biufc"}[t.kind]
-        kind = ("b" if isinstance(v, (bool, np.bool_)) else
-                "i" if isinstance(v, (int, np.integer)) else
-                "f" if isinstance(v, (float, np.floating)) else
-                "c" if isinstance(v, (complex, np.complexfloating)) else None)
-        if kind is None or kind not in kinds:
-            what = type(v).__name__ if kind is None else f"{type(v).__name__} {v!r}"
-            raise ArgumentError(f"scalar parameter '{name}' ({t}) got a {what}",
-                                stencil=self.__name__, loc=self.definition.loc,
-                                hint=f"pass a number that converts to {t} without loss of kind")
-        if kind == "i" and t.kind in "iu":
-            info = np.iinfo(t)
-            if not info.min <= int(v) <= info.max:  # type: ignore[call-overload]
-                raise ArgumentError(f"scalar parameter '{name}' = {v} is outside the range "
-                                    f"of {t}", stencil=self.__name__, loc=self.definition.loc,
-                                    hint=f"pass an integer in [{info.min}, {info.max}]")
-
-    def _check_fields(self, fields: dict[str, object]) -> None:
-        self._check_arrays(fields)
-        for f in self.definition.fields:
-            a = fields[f.name]
-            if a.dtype != f.dtype:
-                order = "" if a.dtype.isnative else " (non-native byte order)"
-                raise ArgumentError(f"field '{f.name}' is declared {f.dtype} but the array is "
-                                    f"{a.dtype}{order}", stencil=self.__name__,
-                                    loc=self.definition.loc,
-                                    hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
-        for name in self._written_fields:
-            for other, b in fields.items():
-                if other != name and np.may_share_memory(fields[name], b):
-                    raise ArgumentError(
-                        f"field '{name}' is written and shares memory with field '{other}'",
-                        stencil=self.__name__, loc=self.definition.loc,
-                        hint="pass separate arrays (copy one of them)")
-
-    def _check_arrays(self, fields: dict[str, object]) -> None:
-        """What even ``validate_args=False`` checks (the geometry relies on it): arrays of
-        the right dimensions, written ones writable."""
-        for f in self.definition.fields:
-            a = fields[f.name]
-            if not isinstance(a, np.ndarray):
-                raise ArgumentError(f"field '{f.name}' must be an array, got "
-                                    f"{type(a).__name__}", stencil=self.__name__,
-                                    loc=self.definition.loc,
-                                    hint="pass a NumPy array (or an sk.zeros storage)")
-            if a.ndim != f.ndim or a.shape[len(f.axes):] != f.data_dims:
-                dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
-                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array "
-                                    f"has shape {a.shape}", stencil=self.__name__,
-                                    loc=self.definition.loc,
-                                    hint=f"pass a {f.ndim}-D array" + (
-                                        f" whose last dimensions are {f.data_dims}"
-                                        if f.data_dims else ""))
-        for name in self._written_fields:
-            if not fields[name].flags.writeable:  # type: ignore[union-attr]
-                raise ArgumentError(f"field '{name}' is written by the stencil but the array "
-                                    "is read-only", stencil=self.__name__,
-                                    loc=self.definition.loc,
-                                    hint=f"pass a writable array for '{name}' (np.array(...) "
-                                         "copies a read-only or broadcast one)")
-
-    def _aligned(self, values: dict[str, object], fields: dict[str, np.ndarray]
-                 ) -> tuple[dict[str, object], dict[str, np.ndarray]]:
-        """The compiled code indexes in elements: a field whose address or strides are not
-        multiples of its item size runs on an aligned copy, copied back if written."""
-        # flags.aligned is NumPy's own check of the address (and strides) against the
-        # dtype's alignment; the strides must moreover be whole elements
-        odd = [n for n, a in fields.items() if not a.flags.aligned
-               or any(st % a.itemsize for st in a.strides)]
-        if not odd:
-            return values, {}
-        values = dict(values)
-        written = {}
-        for name in odd:
-            values[name] = np.array(fields[name])
-            if name in self._written_fields:
-                written[name] = fields[name]
-        return values, written
 
     # ------------------------------------------------------------ geometry
 

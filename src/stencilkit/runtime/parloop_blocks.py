@@ -29,11 +29,11 @@ def run_blocks(loop: ParLoop, fn: Callable[..., int]) -> None:
             call.append(a.map.values)  # type: ignore[union-attr]
         elif a.kind == "mat":
             call.append(a.obj.sparsity.lmap)  # type: ignore[union-attr]
-    if loop._race_mode() == "color":
+    if loop.race_mode() == "color":
         for blocks in coloring(loop):
-            loop._check(fn(blocks, *call))
+            loop.check_status(fn(blocks, *call))
     else:
-        loop._check(fn(even_blocks(loop.iterset.size), *call))
+        loop.check_status(fn(even_blocks(loop.iterset.size), *call))
 
 
 def coloring(loop: ParLoop) -> list[np.ndarray]:

@@ -100,7 +100,7 @@ def _run_part(loop: ParLoop, fn: Callable[..., object], n: int,
         fn(*locals_)
     except IndexError:
         # a run-time index past a local block (NumPy checks it; C clamps, flags 2)
-        loop._check(2)
+        loop.check_status(2)
     for f in finish:
         f()
 

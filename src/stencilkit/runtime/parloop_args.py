@@ -1,0 +1,60 @@
+"""Checks before each run of a ParLoop: what the generated code trusts about its arguments."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..parloop import READ
+
+if TYPE_CHECKING:
+    from ..loop import ParLoop
+
+
+def check_objects(loop: ParLoop) -> None:
+    """Before each run, what the generated code trusts: every array still has the
+    shape, dtype and layout the loop was built for, and is writable where written.
+    O(arguments), whatever the sizes; Map values and Set sizes cannot change (see
+    parloop.Map), so their contents need no check here."""
+    name, n = loop.kernel.name, loop.iterset.size
+    for i, (a, spec) in enumerate(zip(loop.args, loop.specs)):
+        obj, m = a.obj, a.map
+        what = f"argument {i + 1} ({type(obj).__name__} {obj.name})"
+        if a.kind == "mat":
+            sp = obj.sparsity  # type: ignore[union-attr]
+            if sp.versions != (sp.rowmap.version, sp.colmap.version):
+                raise ArgumentError(f"{what}: a map of its Sparsity was given new values "
+                                    "after the Sparsity was built", stencil=name,
+                                    loc=loop.loc,
+                                    hint="build a new sk.Sparsity and sk.Mat on the maps")
+            expected: tuple[int, ...] = (sp.nnz,)
+        elif a.kind == "global":
+            expected = (spec.dim,)
+        else:
+            rows = n if m is None else m.to_set.size
+            expected = (rows,) if spec.dim == 1 else (rows, spec.dim)
+        data = obj._data
+        if (not isinstance(data, np.ndarray) or obj.dim != spec.dim
+                or data.shape != expected or data.dtype != spec.dtype
+                or not data.flags.c_contiguous):
+            got = (f"shape {data.shape}, dtype {data.dtype}" if isinstance(data, np.ndarray)
+                   else type(data).__name__)
+            raise ArgumentError(f"{what} now holds {got} (dim {obj.dim}); the loop was "
+                                f"built for shape {expected}, dtype {spec.dtype}",
+                                stencil=name, loc=loop.loc,
+                                hint="shape, dtype and dim of a Dat are fixed: assign "
+                                     "values with x.data[...] = v, or build a new Dat "
+                                     "and ParLoop")
+        if a.mode is not READ and not data.flags.writeable:
+            raise ArgumentError(f"{what} is read-only (its .data was made read-only) but "
+                                f"the loop writes it ({a.mode.value})", stencil=name,
+                                loc=loop.loc,
+                                hint="pass it READ, or make it writeable again: "
+                                     "x.data.flags.writeable = True")
+        if m is not None and (m.values.shape != (n, spec.arity)
+                              or m.values.dtype != spec.index):
+            raise ArgumentError(f"{what}: map {m.name} no longer has {n} rows of "
+                                f"{spec.arity} {spec.index} entries", stencil=name,
+                                loc=loop.loc, hint="build a new Map and ParLoop")
