@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from .. import dtypes
-from .base import Backend, Capabilities, PerKind, Pieces
+from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 
 @functools.cache
@@ -142,14 +142,10 @@ class CBackend(Backend):
 
 
 BACKEND = CBackend(
-    name="c",
-    description="C99 + OpenMP via the system compiler, loaded in-process",
-    needs="gcc or clang",
+    "c", "C99 + OpenMP via the system compiler, loaded in-process", needs="gcc or clang",
     probe=probe,
     capabilities=Capabilities(
-        kinds=frozenset({"point", "computation", "parloop"}),
-        dtypes=dtypes.SUPPORTED,
-        device="cpu",
+        kinds=frozenset(KINDS), dtypes=dtypes.SUPPORTED, device="cpu",
         compiled=True,
         inlines_temporaries=True,
         c_kernels=True,

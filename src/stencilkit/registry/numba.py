@@ -10,10 +10,5 @@ from __future__ import annotations
 
 from .base import Backend, not_built
 
-BACKEND = Backend(
-    name="numba",
-    description="generated loops compiled by Numba",
-    needs="numba",
-    probe=not_built,
-    gt4py_names=("numba",),
-)
+BACKEND = Backend("numba", "generated loops compiled by Numba", needs="numba", probe=not_built,
+                  gt4py_names=("numba",))

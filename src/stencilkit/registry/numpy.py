@@ -9,7 +9,7 @@ other backends are tested against.
 from __future__ import annotations
 
 from .. import dtypes
-from .base import Backend, Capabilities, PerKind, Pieces, always
+from .base import KINDS, Backend, Capabilities, PerKind, Pieces, always
 
 
 class NumpyBackend(Backend):
@@ -44,15 +44,11 @@ class NumpyBackend(Backend):
 
 
 BACKEND = NumpyBackend(
-    name="numpy",
-    description="vectorized NumPy reference",
-    needs="NumPy",
-    probe=always,
-    capabilities=Capabilities(
-        kinds=frozenset({"point", "computation", "parloop"}),
-        dtypes=dtypes.SUPPORTED,
-        device="cpu",
-    ),
+    "numpy", "vectorized NumPy reference", needs="NumPy", probe=always,
+    # no capability flag: arrays are indexed through NumPy (any alignment), temporaries stay
+    # arrays (recomputing them would materialize every subexpression), C-string kernels and
+    # exports need a C compiler
+    capabilities=Capabilities(kinds=frozenset(KINDS), dtypes=dtypes.SUPPORTED, device="cpu"),
     pieces=Pieces(
         platform=None,  # printed from the definition IR: whole-array statements, no loops
         printer=PerKind(point="stencilkit.codegen.numpy:NumpyPrinter",
