@@ -27,10 +27,23 @@ import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import BackendError
+
+if TYPE_CHECKING:
+    from ..analysis.schedule import Schedule
+    from ..analysis.typing import ArgType
+    from ..codegen.c_parloop import ArgSpec
+    from ..frontend.source import SourceFunction
+    from ..ir.computation import ComputationDef
+    from ..ir.definition import PointKernel
+    from ..passes.lower_point import Layout
+    from ..passes.pipeline import TypedPointKernel
+
+Fields = dict[str, np.ndarray]
 
 #: The three kinds of kernels a backend may build.
 KINDS = ("point", "computation", "parloop")
@@ -159,22 +172,26 @@ class Backend:
 
     # ------------------------------------------------------------ build steps
 
-    def build_point(self, typed, layout, src, out_dtype: np.dtype, types) -> tuple[str, object]:
+    def build_point(self, typed: TypedPointKernel, layout: Layout, src: SourceFunction,
+                    out_dtype: np.dtype, types: tuple[ArgType, ...]
+                    ) -> tuple[str, Callable[..., object]]:
         """(source, entry point) of one point-kernel specialization."""
         raise self._not_built("point")
 
-    def computation_key(self, fields, defn) -> tuple:
+    def computation_key(self, fields: Fields | None, defn: ComputationDef) -> tuple:
         """What, beyond the definition, the built computation depends on (e.g. which axis
         of each field has unit stride); one build per distinct key."""
         return ()
 
-    def build_computation(self, defn, sched, src, fields) -> tuple[str, object]:
+    def build_computation(self, defn: ComputationDef, sched: Schedule, src: SourceFunction,
+                          fields: Fields | None) -> tuple[str, Callable[..., None]]:
         """(source, launcher) of a scheduled computation; the launcher runs
         ``(values, temporaries, geometry)``."""
         raise self._not_built("computation")
 
-    def build_parloop(self, name: str, typed, specs, src, code: str | None,
-                      atomic: bool) -> tuple[str, object]:
+    def build_parloop(self, name: str, typed: PointKernel | None, specs: tuple[ArgSpec, ...],
+                      src: SourceFunction | None, code: str | None, atomic: bool
+                      ) -> tuple[str, Callable[..., object]]:
         """(source, entry point) of a ParLoop: ``typed`` is the typed Python kernel, or None
         when the kernel is C source ``code`` (only with ``capabilities.c_kernels``)."""
         raise self._not_built("parloop")
