@@ -12,7 +12,7 @@ from types import FunctionType
 
 import numpy as np
 
-from . import dtypes, registry
+from . import dtypes, integrations, registry
 from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
 from .errors import ArgumentError, Location, StencilError, StencilSyntaxError, StencilTypeError
@@ -154,6 +154,8 @@ class PointStencil:
         return call(args, out)
 
     def _first_call(self, args: tuple[object, ...], out: object):
+        if integrations.any_foreign(args) or integrations.is_foreign(out):
+            return integrations.point_call(self, args, out)  # dask arrays, xarray objects
         if out is not None and not isinstance(out, np.ndarray):
             raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__,
                                 hint="pass out= as a NumPy array")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import integrations
 from ..errors import ArgumentError
 from ..ir import computation as c
 
@@ -50,10 +51,13 @@ class ComputationArguments:
             raise ArgumentError(f"missing argument(s) {missing}", stencil=self.name,
                                 loc=self.definition.loc)
         for f in self.definition.fields:
-            if values[f.name] is None:
+            v = values[f.name]
+            if v is None:
                 raise ArgumentError(f"field '{f.name}' is None but the stencil uses it",
                                     stencil=self.name, loc=self.definition.loc,
                                     hint=f"pass an array for '{f.name}'")
+            if type(v) is not np.ndarray and integrations.is_foreign(v):  # DataArrays
+                values[f.name] = integrations.computation_field(self.name, f.name, v)
         for s in self.definition.scalars:
             self.check_scalar(s.name, s.dtype, values[s.name])
         return values
