@@ -190,6 +190,11 @@ class GTFunction:
     def __repr__(self) -> str:
         return f"<gtscript.function {self.func.__qualname__}>"
 
+    def __reduce__(self):
+        from .integrations.pickling import reduce_gtfunction
+
+        return reduce_gtfunction(self)  # by source, as the stencils that call it
+
 
 def function(func: object) -> GTFunction:
     """``@sk.function``: a helper inlined into the computations that call it."""

@@ -54,6 +54,7 @@ class ComputationStencil:
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self.backend = backend
+        self.externals, self.dtypes = externals, dtypes
         parsed, self.source = parse_computation(func, externals, dtypes)
         dump("ir", self.__name__, c.format_computation(parsed))
         typed = sch.type_computation(parsed)
@@ -77,6 +78,11 @@ class ComputationStencil:
         # Temporaries are reused between calls, per thread: concurrent calls from several
         # threads must not share them.
         self._local = threading.local()
+
+    def __reduce__(self):
+        from .integrations.pickling import reduce_computation
+
+        return reduce_computation(self)  # by definition and options (dask.distributed, ...)
 
     # ------------------------------------------------------------ introspection
 

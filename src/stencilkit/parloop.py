@@ -458,6 +458,11 @@ class Kernel:
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, {'python' if self.func else 'C'})"
 
+    def __reduce__(self):
+        from .integrations.pickling import reduce_kernel
+
+        return reduce_kernel(self)  # a Python kernel by source
+
     def generate(self, backend: str | None = None) -> str:
         if self.code is not None:
             return self.code

@@ -103,6 +103,11 @@ class PointStencil:
         self._specs: dict[tuple, PointCall] = {}
         self._last: tuple[str, pipeline.TypedPointKernel, str] | None = None
 
+    def __reduce__(self):
+        from .integrations.pickling import reduce_point
+
+        return reduce_point(self)  # by definition and options (dask.distributed, multiprocessing)
+
     # ------------------------------------------------------------ introspection
 
     @property
