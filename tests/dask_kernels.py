@@ -91,3 +91,18 @@ def make(func, options: dict, mode: str = "constant", backend: str | None = None
 
 def jacobi(a):
     return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+
+def apply(stencil, *args):
+    """Run in a worker process: the stencil arrives pickled."""
+    return stencil(*args)
+
+
+def run_computation(stencil, a, b, **scalars):
+    stencil(a, b, **scalars)
+    return b
+
+
+def scaled(c: float):
+    """Kernels that differ only in a closure value."""
+    return sk.stencil(lambda a: c * a[1] - a[-1])

@@ -36,7 +36,7 @@ def _refuse_other(st, i: int | None, value: object) -> None:
     what = "'out'" if i is None else f"argument {i + 1}"
     raise ArgumentError(f"{what} is an xarray {type(value).__name__}, not a DataArray",
                         stencil=st.__name__,
-                        hint="pass one variable: ds['name'] (or da.variable)")
+                        hint="pass one variable of it: ds['name']")
 
 
 def point_call(st, args: tuple, out: object):
