@@ -98,7 +98,7 @@ def test_dask_backed_out_is_refused():
 @sk.stencil
 def shift_scale(a: Field[float], b: Field[float], *, f: float = 2.0):
     with computation(PARALLEL), interval(...):
-        b = a[1, 0, 0] * f + a[0, -1, 0]
+        b = a[1, 0, 0] * f + a[0, -1, 0]  # noqa: F841 (a field written)
 
 
 @pytest.mark.parametrize("backed", ["numpy", "dask"])
