@@ -199,3 +199,11 @@ def test_defining_file_gone(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "OK" in done.stdout
     assert "gone_model.py:8" in done.stdout  # the original file and the def's line
+
+
+@pytest.mark.parametrize("mode", kk.supported_modes())
+def test_border_mode_travels(mode):
+    stencil = kk.make(kk.k2_uneven, {}, mode)
+    clone = pickle.loads(pickle.dumps(stencil))
+    a = np.random.default_rng(8).random((5, 6))
+    np.testing.assert_array_equal(clone(a), stencil(a))

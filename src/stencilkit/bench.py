@@ -123,6 +123,35 @@ def case_jacobi2d(n: int, repeats: int) -> dict:
             "seconds": t}
 
 
+def case_dask_jacobi2d(n: int, repeats: int) -> dict | None:
+    """jacobi2d on an n x n dask array in 4 and 16 chunks against one call on the NumPy
+    array (each call returns a new array; the dask calls build the graph and compute it):
+    the cost of the overlap (copies of the extended chunks) and of the scheduler."""
+    try:
+        import dask.array as da
+    except ImportError:
+        print("dask_jacobi2d: skipped, dask is not installed (pip install .[dask])",
+              file=sys.stderr)
+        return None
+    import stencilkit as sk
+
+    def jacobi(a):
+        return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+    a = np.random.default_rng(0).random((n, n))
+    c = sk.stencil(jacobi, backend="c")
+    fns: dict[str, Callable[[], object]] = {"stencilkit-c": lambda: c(a)}
+    for parts in (4, 16):
+        side = n // int(np.sqrt(parts))
+        x = da.from_array(a, chunks=(side, side))
+        for sched in ("threads", "sync"):
+            fns[f"dask-{parts}-chunks-{sched}"] = (
+                lambda x=x, sched=sched: c(x).compute(scheduler=sched))
+    t = _median_times(fns, repeats, warmup=1)
+    return {"name": "dask_jacobi2d", "size": f"{n}^2 float64", "bytes": 16 * (n - 2) ** 2,
+            "seconds": t}
+
+
 def case_lap3d(n: int, repeats: int) -> dict:
     import stencilkit as sk
 
@@ -390,10 +419,10 @@ def _plot(results: list[dict], bw: dict[str, float], path: str) -> None:
 def run(quick: bool = False, json_path: str | None = None, plot_path: str | None = None,
         only: list[str] | None = None) -> int:
     repeats = 5 if quick else 10
-    sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
+    sizes = {"jacobi2d": 512 if quick else 4096, "dask_jacobi2d": 1024 if quick else 8192, "lap3d": [32] if quick else [64, 256],
              "stream": 1 << 21 if quick else 1 << 25}
     want = set(only or ["jacobi2d", "lap3d", "hdiff", "tridiag", "overhead", "parloop_inc",
-                        "compile"])
+                        "compile", "dask_jacobi2d"])
     bw = stream(sizes["stream"], repeats)
     results = []
     if "jacobi2d" in want:
@@ -410,6 +439,9 @@ def run(quick: bool = False, json_path: str | None = None, plot_path: str | None
         results.append(case_parloop_inc(20_000 if quick else 1_000_000, repeats))
     if "compile" in want:
         results.append(case_compile())
+    if "dask_jacobi2d" in want:
+        dask_case = case_dask_jacobi2d(sizes["dask_jacobi2d"], repeats)
+        results += [dask_case] if dask_case else []
     print(_table(results, bw))
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
             "numpy": np.__version__, "quick": quick, "stream_gbs": bw, "cases": results}
