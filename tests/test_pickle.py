@@ -87,11 +87,18 @@ def test_unpickling_twice_in_one_process_rebuilds_once():
 
 
 def test_a_value_that_does_not_pickle_is_a_clear_error(tmp_path):
+    """(Point kernels and computations accept only numbers as values from their scope, so
+    their frontend refuses such a value first; a ParLoop kernel is parsed when it runs.)"""
     handle = open(tmp_path / "f", "w")  # noqa: SIM115
     try:
-        stencil = sk.stencil(lambda a: a[0] + (handle is None))
+        @sk.kernel
+        def uses_handle(x):
+            x[0] = handle
+
         with pytest.raises(sk.StencilError, match="(?s)uses 'handle'.*TextIOWrapper.*fix:"):
-            pickle.dumps(stencil)
+            pickle.dumps(uses_handle)
+        with pytest.raises(sk.StencilError, match="(?s)'handle' is a TextIOWrapper"):
+            pickle.dumps(sk.stencil(lambda a: a[0] + handle))
     finally:
         handle.close()
 

@@ -419,8 +419,9 @@ def _plot(results: list[dict], bw: dict[str, float], path: str) -> None:
 def run(quick: bool = False, json_path: str | None = None, plot_path: str | None = None,
         only: list[str] | None = None) -> int:
     repeats = 5 if quick else 10
-    sizes = {"jacobi2d": 512 if quick else 4096, "dask_jacobi2d": 1024 if quick else 8192, "lap3d": [32] if quick else [64, 256],
-             "stream": 1 << 21 if quick else 1 << 25}
+    sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
+             "stream": 1 << 21 if quick else 1 << 25,
+             "dask_jacobi2d": 1024 if quick else 8192}
     want = set(only or ["jacobi2d", "lap3d", "hdiff", "tridiag", "overhead", "parloop_inc",
                         "compile", "dask_jacobi2d"])
     bw = stream(sizes["stream"], repeats)

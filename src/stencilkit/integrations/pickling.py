@@ -76,28 +76,33 @@ _PAYLOADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # ---------------------------------------------------------------- functions
 
 
-def function_payload(func: FunctionType, stencil: str | None = None) -> tuple[str, bytes]:
-    """(digest, pickled state) of ``func``'s definition; cached per function object."""
-    cached = _PAYLOADS.get(func)
+def function_payload(func: FunctionType, stencil: str | None = None, *,
+                     owner: object = None, visible: dict | None = None) -> tuple[str, bytes]:
+    """(digest, pickled state) of ``func``'s definition, cached per ``owner`` (the stencil;
+    default ``func``). ``visible``: the names as the owner resolved them when it parsed the
+    kernel (so the values that travel are those it compiled with); default ``func``'s
+    globals and closure now."""
+    key = func if owner is None else owner
+    cached = _PAYLOADS.get(key)
     if cached is not None:
         return cached
     from ..frontend.source import closure_namespace, parse_function
 
-    src = parse_function(func)
+    src = parse_function(func)  # a fresh tree: the frontend rewrites its own in place
     name = stencil or func.__name__
     text, line = _definition_text(src)
     namespace = {}
-    visible = closure_namespace(func)
+    if visible is None:
+        visible = closure_namespace(func)
     for free in sorted(_free_names(src.tree)):
-        found, value = _lookup(visible, free)
-        if found:
-            namespace[free] = _shippable(value, free, name, Location(src.filename, line))
+        if free in visible:  # the rest are builtins (or DSL names), found where rebuilt
+            namespace[free] = _shippable(visible[free], free, name,
+                                         Location(src.filename, line))
     state = {
         "text": text, "line": line, "filename": src.filename, "name": func.__name__,
         "qualname": func.__qualname__, "module": func.__module__, "namespace": namespace,
         "defaults": func.__defaults__, "kwdefaults": func.__kwdefaults__,
         "annotations": dict(getattr(func, "__annotations__", {}) or {}),
-        "lambda": isinstance(src.tree, ast.Lambda),
     }
     try:
         data = pickle.dumps(state, protocol=_PROTOCOL)
@@ -106,7 +111,7 @@ def function_payload(func: FunctionType, stencil: str | None = None) -> tuple[st
                            stencil=name, loc=Location(src.filename, line),
                            hint="give it defaults and annotations that pickle") from None
     payload = (hashlib.sha256(data).hexdigest(), data)
-    _PAYLOADS[func] = payload
+    _PAYLOADS[key] = payload
     return payload
 
 
@@ -184,12 +189,6 @@ def _annotation_names(tree: ast.AST) -> set[str]:
     return out
 
 
-def _lookup(namespace: dict, name: str) -> tuple[bool, object]:
-    if name in namespace:
-        return True, namespace[name]
-    return False, None
-
-
 def _shippable(value: object, free: str, stencil: str, loc: Location) -> object:
     if isinstance(value, ModuleType):
         return _ModuleRef(value.__name__)
@@ -216,7 +215,8 @@ def reduce_point(st) -> tuple:
     mode = border_mode(st)
     if mode != "constant":
         options["func_or_mode"] = mode
-    digest, data = function_payload(st.func, st.__name__)
+    digest, data = function_payload(st.func, st.__name__, owner=st,
+                                    visible=st._parse()[1].namespace)
     key = _options_digest(digest, options, st.__name__)
     return (rebuild_point, (key, _Rebuilt(digest, data), options, st.__name__))
 
@@ -238,7 +238,8 @@ def reduce_computation(comp) -> tuple:
     """``ComputationStencil.__reduce__``: its definition by source, backend, externals and
     dtypes (externals that are helpers pickle by source too)."""
     options = {"backend": comp.backend, "externals": comp.externals, "dtypes": comp.dtypes}
-    digest, data = function_payload(comp.func, comp.__name__)
+    digest, data = function_payload(comp.func, comp.__name__, owner=comp,
+                                    visible=comp.source.namespace)
     key = _options_digest(digest, options, comp.__name__)
     return (rebuild_computation, (key, _Rebuilt(digest, data), options, comp.__name__))
 
