@@ -51,12 +51,10 @@ def is_dask_array(value: object) -> bool:
 
 
 def border_mode(st) -> str:
-    """The stencil's border mode (``func_or_mode``); ``"constant"`` where it has none."""
-    for attr in ("func_or_mode", "mode", "border_mode"):
-        mode = getattr(st, attr, None)
-        if isinstance(mode, str):
-            return mode
-    return "constant"
+    """The stencil's border mode (``func_or_mode``, kept as ``st.mode``); ``"constant"``
+    for a build of stencilkit without border modes."""
+    mode = getattr(st, "mode", "constant")
+    return mode if isinstance(mode, str) else "constant"
 
 
 # ---------------------------------------------------------------- the call
