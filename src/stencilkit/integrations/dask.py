@@ -123,7 +123,8 @@ def _analyse(st, args: tuple) -> tuple[tuple[tuple[int, int], ...], np.dtype, tu
     if st._neighborhood is None:
         st._neighborhood = typed.neighborhood.neighborhood
     rt = typed.kernel.return_type
-    st._converted_cval(rt, rt, kernel)  # the NumPy call's cval checks
+    if border_mode(st) == "constant":  # cval applies to "constant" only
+        st._converted_cval(rt, rt, kernel)  # the NumPy call's checks of it
     relative = tuple(i for i, p in enumerate(kernel.params)
                      if p in kernel.relative and types[i].is_array)
     check_shapes(stand, None, relative, st.__name__, kernel.loc)
