@@ -240,3 +240,12 @@ def test_only_a_secondary_or_standard_array_is_dask():
     c = np.random.default_rng(3).random((6, 6, 8))
     got = two(b, da.from_array(c, chunks=(2, 3, 4)))
     np.testing.assert_array_equal(got.compute(scheduler="synchronous"), two(b, c))
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (0, 0)])
+def test_empty_arrays(shape):
+    stencil = sk.stencil(kk.k2_uneven)
+    a = np.zeros(shape)
+    got = stencil(da.from_array(a, chunks=2)).compute(scheduler="synchronous")
+    assert got.shape == shape
+    np.testing.assert_array_equal(got, stencil(a))
