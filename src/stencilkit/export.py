@@ -28,9 +28,9 @@ def _header_comment(source: str, name: str) -> str:
 def export(obj: object, directory: str | Path) -> tuple[Path, Path]:
     """Write ``<name>.c`` and ``<name>.h`` for a ParLoop or a stencil (already called once,
     for point kernels, so that argument types are known). Returns the two paths."""
-    from .codegen.c_parloop import loop_function_name
     from .loop import ParLoop
     from .multistage import ComputationStencil
+    from .passes.lower_parloop import loop_function_name
     from .passes.lower_point import function_name
     from .stencil import PointStencil
 

@@ -17,12 +17,12 @@ import numpy as np
 
 from . import registry
 from .analysis.typing import ArgType, type_point_kernel
-from .codegen import c_parloop as cpl
 from .config import current
 from .errors import ArgumentError, StencilError, StencilTypeError
 from .ir import definition as d
 from .ir.core import walk
 from .parloop import READ, Arg, Kernel, Set, check_args
+from .passes import lower_parloop as lpl
 from .registry import Backend
 from .runtime import lazy
 from .runtime.parloop_args import check_objects
@@ -32,7 +32,7 @@ from .runtime.parloop_blocks import BLOCK, block_coloring, even_blocks  # noqa: 
 from .runtime.parloop_numpy import element_rounds, scatter_add  # noqa: F401
 
 
-def _specs(args: tuple[Arg, ...]) -> tuple[cpl.ArgSpec, ...]:
+def _specs(args: tuple[Arg, ...]) -> tuple[lpl.ArgSpec, ...]:
     out = []
     for a in args:
         arity = 0
@@ -42,7 +42,7 @@ def _specs(args: tuple[Arg, ...]) -> tuple[cpl.ArgSpec, ...]:
         elif a.kind == "entry":
             arity, entry = a.path.map.arity, a.path.index  # type: ignore[union-attr]
         index = a.map.values.dtype if a.map is not None else np.dtype(np.int32)
-        out.append(cpl.ArgSpec(a.kind, a.mode.value, a.obj.dtype, a.obj.dim, a.local_shape,
+        out.append(lpl.ArgSpec(a.kind, a.mode.value, a.obj.dtype, a.obj.dim, a.local_shape,
                                arity, entry, index))
     return tuple(out)
 

@@ -18,9 +18,6 @@ from .. import dtypes
 from ..ir import kernel as k
 from .cfamily import CFamilyPrinter, ctype, type_suffix
 
-PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
-STATUS_RANGE_STEP = 4  # the kernel's return value when a range() step was 0 (runtime.launch)
-
 _PRELUDE = """\
 #include <stdint.h>
 #include <stdbool.h>
@@ -178,47 +175,20 @@ def helper_source(op: str, t: np.dtype) -> str:
 
 
 class CPrinter(CFamilyPrinter):
+    """Prints a C-platform-lowered ``KernelFunction`` (``passes.platforms.c``)."""
+
     def __init__(self, kernel: k.KernelFunction) -> None:
-        super().__init__()
+        super().__init__(kernel.status.name if kernel.status is not None else "sk_error")
         self.kernel = kernel
-        self.work = _work_expression(kernel)
-
-    def loop_pragmas(self, s: k.Loop, indent: str) -> list[str]:
-        if s.parallel:
-            return [f"{indent}#pragma omp parallel for schedule(static) "
-                    f"if(sk_work >= {PARALLEL_MIN_WORK})"]
-        if s.vectorize:
-            return [f"{indent}#pragma GCC ivdep"]
-        return []
-
-    def loop(self, s: k.Loop, indent: str) -> list[str]:
-        lines = super().loop(s, indent)
-        if isinstance(s.step, k.Constant):
-            return lines
-        # range() with a run-time step of 0: Python raises, and the C loop would never end
-        # (with the GIL released, so not even Ctrl-C would stop it). Flag it and skip.
-        return [f"{indent}if ({self.expr(s.step)} == 0) {{",
-                f"{indent}    #pragma omp atomic write",
-                f"{indent}    sk_error = {STATUS_RANGE_STEP};",
-                f"{indent}}} else {{", *lines, f"{indent}}}"]
 
     def signature(self) -> str:
-        params = []
-        for p in self.kernel.params:
-            if p.pointer:
-                const = "const " if p.has(k.ReadOnly) else ""
-                restrict = " restrict" if p.has(k.Restrict) else ""
-                params.append(f"{const}{ctype(p.dtype)} *{restrict} {p.name}")
-            else:
-                params.append(f"{ctype(p.dtype)} {p.name}")
-        return f"int {self.kernel.name}({', '.join(params)})"
+        params = ", ".join(self.param(p) for p in self.kernel.params)
+        static = "static inline " if self.kernel.internal else ""
+        return f"{static}int {self.kernel.name}({params})"
 
     def function(self) -> str:
         body = self.stmts(self.kernel.body, "    ")
-        lines = [f"{self.signature()}", "{", "    int sk_error = 0;",
-                 f"    const int64_t sk_work = {self.work};", "    (void)sk_work;",
-                 *body, "    return sk_error;", "}"]
-        return "\n".join(lines)
+        return "\n".join([self.signature(), "{", *body, "}"])
 
     def prelude(self) -> str:
         parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", _INDEX_HELPERS]
@@ -229,15 +199,13 @@ class CPrinter(CFamilyPrinter):
         return "\n".join(parts)
 
 
-def _work_expression(kernel: k.KernelFunction) -> str:
-    shapes = [p.name for p in kernel.params if p.has(k.ShapeOf)]
-    first = next((p.get(k.ShapeOf).buffer for p in kernel.params if p.has(k.ShapeOf)), None)
-    dims = [p.name for p in kernel.params if p.has(k.ShapeOf) and p.get(k.ShapeOf).buffer == first]
-    return " * ".join(dims or shapes) or "0"
-
-
 def header_comment(kernel: k.KernelFunction) -> str:
-    """The calling convention, parameter by parameter, as a C comment."""
+    """The calling convention, parameter by parameter, as a C comment (a kernel whose
+    ``doc`` has several lines documents itself: the comment is that text)."""
+    if "\n" in kernel.doc:
+        return "\n".join(["/* " + kernel.doc.splitlines()[0],
+                          *[(" * " + line).rstrip() for line in kernel.doc.splitlines()[1:]],
+                          " */"])
     lines = [f"/* {kernel.doc}", " *", " * Calling convention (all strides in elements):"]
     for p in kernel.params:
         role = "?"
@@ -261,35 +229,31 @@ def header_comment(kernel: k.KernelFunction) -> str:
 
 
 def kernel_source(kernel: k.KernelFunction) -> tuple[str, CPrinter]:
-    """The standalone C source of a kernel (no Python)."""
+    """The standalone C source of a C-platform-lowered kernel (no Python): the prelude with
+    the helpers it uses, its documentation comment, the function."""
     printer = CPrinter(kernel)
     fn = printer.function()
-    text = "\n".join([printer.prelude(), header_comment(kernel), fn, ""])
-    return text, printer
+    return "\n".join([printer.prelude(), header_comment(kernel), fn, ""]), printer
 
 
-def kernel_ir_text(kernel: k.KernelFunction) -> str:
-    """The kernel IR as text (``STENCILKIT_DUMP=kernel``): parameters with their properties,
-    buffers with their shapes and strides, then the body."""
-    printer = CPrinter(kernel)
-    lines = [f"kernel {kernel.name}  # {kernel.doc}"]
-    for p in kernel.params:
-        props = ", ".join(sorted(type(q).__name__ + (f"({', '.join(map(str, vars(q).values()))})"
-                                                     if hasattr(q, "__dict__") else
-                                                     _fields(q)) for q in p.properties))
-        star = "*" if p.pointer else ""
-        lines.append(f"  param {p.name}: {p.dtype}{star}  [{props}]")
-    for b in kernel.buffers:
-        shape = ", ".join(printer.expr(x) for x in b.shape)
-        strides = ", ".join(printer.expr(x) for x in b.strides)
-        lines.append(f"  buffer {b.name}: {b.element_type}, shape ({shape}), strides ({strides})")
-    lines += printer.stmts(kernel.body, "  ")
-    return "\n".join(lines)
-
-
-def _fields(q: object) -> str:
-    slots = getattr(q, "__slots__", ())
-    return f"({', '.join(repr(getattr(q, s)) for s in slots)})" if slots else ""
+def translation_unit(sections: tuple[tuple[str, k.KernelFunction | str], ...]) -> str:
+    """Several C-platform-lowered functions in one source, each under a section marker,
+    after one prelude with every helper any of them uses. A section may be verbatim C text
+    (a user-supplied kernel, ``sk.Kernel(code, name)``)."""
+    helpers: set[tuple[str, np.dtype]] = set()
+    body: list[str] = []
+    for title, part in sections:
+        body.append(f"/* --- {title} --- */")
+        if isinstance(part, str):
+            body += [part, ""]
+            continue
+        printer = CPrinter(part)
+        fn = printer.function()
+        helpers |= printer.helpers
+        body += ([header_comment(part)] if part.doc and not part.internal else []) + [fn, ""]
+    printer = CPrinter(k.KernelFunction("", (), (), ()))
+    printer.helpers = helpers
+    return "\n".join([printer.prelude(), *body])
 
 
 # ---------------------------------------------------------------- CPython entry point
@@ -430,3 +394,31 @@ def _scalar_conversion(i: int, a: WrapperArg) -> list[str]:
         conv = f"({c})PyLong_AsLongLong(args[{i}])"
     return [f"    {c} s{i} = {conv};",
             "    if (PyErr_Occurred()) return sk_fail(views, nviews, \"\");"]
+
+
+def python_entry(loop: k.KernelFunction, module: str) -> str:
+    """CPython entry of a ParLoop's loop function (``passes.lower_parloop``):
+    ``call(blocks, array, ...)``, one C-contiguous array per pointer parameter after the
+    blocks (an int64 (n, 2) array), writable unless the loop only reads it."""
+    arrays = [p for p in loop.params if p.pointer]
+    lines = ["", "#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "",
+             "static PyObject *sk_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {",
+             f"    Py_buffer v[{len(arrays)}];", "    int nv = 0;", "    PyObject *res = NULL;",
+             f"    if (nargs != {len(arrays)}) {{ PyErr_SetString(PyExc_TypeError, \"wrong "
+             "number of arguments\"); return NULL; }"]
+    call = []
+    for i, p in enumerate(arrays):
+        flags = "PyBUF_C_CONTIGUOUS" if p.has(k.ReadOnly) else \
+            "PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE"
+        lines += [f"    if (PyObject_GetBuffer(args[{i}], &v[nv], {flags}) != 0) goto done;",
+                  f"    void *p{i} = v[nv++].buf;"]
+        call.append(f"({'const ' if p.has(k.ReadOnly) else ''}{ctype(p.dtype)} *)p{i}")
+    # the first pointer is the blocks: nblocks pairs
+    lines.append("    int64_t nblocks = (int64_t)(v[0].len / (2 * sizeof(int64_t)));")
+    args = ["nblocks" if not p.pointer else call.pop(0) for p in loop.params]
+    lines += ["    int status;", "    Py_BEGIN_ALLOW_THREADS",
+              f"    status = {loop.name}({', '.join(args)});", "    Py_END_ALLOW_THREADS",
+              "    res = PyLong_FromLong(status);",
+              "done:", "    for (int q = 0; q < nv; ++q) PyBuffer_Release(&v[q]);",
+              "    return res;", "}", module_footer(module)]
+    return "\n".join(lines)

@@ -1,9 +1,16 @@
 """One printer for the C family (C/OpenMP today; CUDA and OpenCL differ by a few hooks).
 
-Expressions are printed with an operator-precedence table, so parentheses appear only where
-C needs them. Operations whose C meaning differs from Python's (floor division, modulo,
-integer powers, shifts, checked indices) print as calls of small inline helpers that the
-prelude defines once per type used.
+It prints platform-lowered kernel IR (see ``ir/kernel.py``): what a parallel loop, an atomic
+or a math function *means* in a language was decided by the platform (``passes/platforms``);
+the printer refuses the abstract nodes. Expressions are printed with an operator-precedence
+table, so parentheses appear only where C needs them. Operations whose C meaning differs
+from Python's (floor division, modulo, integer powers, shifts, checked indices, min/max,
+...) print as calls of small inline helpers that the prelude defines once per type used.
+
+Hooks for a dialect (class attributes and methods a subclass overrides): ``restrict`` (the
+keyword, "" where there is none), ``function_qualifier`` (``__device__``, ...),
+``pointer_qualifier`` (OpenCL's ``__global``), ``complex_literal`` (C99's CMPLX; CUDA and
+OpenCL have no complex type), ``signature`` and ``function`` (the entry's form).
 """
 
 from __future__ import annotations
@@ -19,7 +26,11 @@ from ..ir import kernel as k
 _PREC = {"||": 3, "&&": 4, "|": 5, "^": 6, "&": 7, "==": 8, "!=": 8, "<": 9, "<=": 9, ">": 9,
          ">=": 9, "+": 11, "-": 11, "*": 12, "/": 12, "%": 12}
 _UNARY_PREC = 13
-_HELPER_OPS = {"floordiv", "mod", "powi", "shl", "shr", "checked_offset", "wrap_index"}
+# runtime helpers: Op nodes printed as calls of sk_<op>_<operand type> (the index checks
+# take the status: they clamp and report instead of reading out of bounds)
+_HELPER_OPS = {"floordiv", "mod", "powi", "shl", "shr", "checked_offset", "wrap_index",
+               "min", "max", "minimum", "maximum", "abs", "sign", "isnan", "isinf",
+               "isfinite"}
 
 
 def ctype(t: np.dtype) -> str:
@@ -44,11 +55,14 @@ class CFamilyPrinter:
 
     restrict = "restrict"
     function_qualifier = ""
+    pointer_qualifier = ""
+    status_type = "int"  # the error channel's variable (the helpers take an int *)
 
-    def __init__(self) -> None:
+    def __init__(self, status: str = "sk_error") -> None:
         self.helpers: set[tuple[str, np.dtype]] = set()
         self.error_flag = False
         self.declared: set[str] = set()
+        self.status = status  # the name of the error channel's variable
 
     # ------------------------------------------------------------ constants
 
@@ -70,6 +84,9 @@ class CFamilyPrinter:
             return self.float_literal(float(v), t == dtypes.FLOAT32)
         re = self.float_literal(float(v.real), t == dtypes.COMPLEX64)
         im = self.float_literal(float(v.imag), t == dtypes.COMPLEX64)
+        return self.complex_literal(re, im, t)
+
+    def complex_literal(self, re: str, im: str, t: np.dtype) -> str:
         return f"{'CMPLXF' if t == dtypes.COMPLEX64 else 'CMPLX'}({re}, {im})"
 
     @staticmethod
@@ -114,10 +131,12 @@ class CFamilyPrinter:
             case k.Op(op=op, args=(a, b)):
                 p = _PREC[op]
                 text = f"{self.expr(a, p)} {op} {self.expr(b, p + 1)}"
-            case k.MathCall(func=f, args=args):
-                return self.math_call(f, args, e.dtype)
-            case k.CCall(name=n, args=args):
+            case k.CCall(name=n, args=args) | k.Call(function=n, args=args):
                 return f"{n}({', '.join(self.expr(a) for a in args)})"
+            case k.Address(buffer=b, indices=idx):
+                text, p = f"{b.base.name} + {self.offset(b, idx)}", _PREC["+"]
+            case k.MathCall():
+                raise TypeError(f"{e!r} is abstract: lower the kernel with a platform first")
             case _:
                 raise TypeError(f"cannot print {e!r}")
         return f"({text})" if p < parent else text
@@ -137,38 +156,8 @@ class CFamilyPrinter:
         printed = ", ".join(self.expr(a) for a in args)
         if op in ("checked_offset", "wrap_index"):
             self.error_flag = True
-            return f"sk_{op}({printed}, &sk_error)"
+            return f"sk_{op}({printed}, &{self.status})"
         return f"sk_{op}_{type_suffix(operand_t)}({printed})"
-
-    def math_call(self, func: str, args: tuple[k.Expr, ...], t: np.dtype) -> str:
-        a = args[0].dtype
-        printed = ", ".join(self.expr(x) for x in args)
-        if func in ("min", "max", "minimum", "maximum", "abs", "sign"):
-            if func == "abs" and dtypes.is_float(a):
-                return f"{self._libm('fabs', a)}({printed})"
-            if func == "abs" and dtypes.is_complex(a):
-                return f"{'cabsf' if a == dtypes.COMPLEX64 else 'cabs'}({printed})"
-            self.helpers.add((func, a))
-            return f"sk_{func}_{type_suffix(a)}({printed})"
-        if func in ("isnan", "isinf", "isfinite"):
-            if dtypes.is_intlike(a):
-                return "1" if func == "isfinite" else "0"
-            if dtypes.is_complex(a):
-                self.helpers.add((func, a))
-                return f"sk_{func}_{type_suffix(a)}({printed})"
-            return f"({func}({printed}) != 0)"
-        return f"{self._libm(func, a)}({printed})"
-
-    @staticmethod
-    def _libm(func: str, t: np.dtype) -> str:
-        name = {"gamma": "tgamma"}.get(func, func)  # C's gamma() is lgamma on glibc
-        if t == dtypes.FLOAT32:
-            return name + "f"
-        if t == dtypes.COMPLEX64:
-            return "c" + name + "f"
-        if t == dtypes.COMPLEX128:
-            return "c" + name
-        return name
 
     # ------------------------------------------------------------ statements
 
@@ -185,7 +174,11 @@ class CFamilyPrinter:
             case k.Declare(symbol=sym, value=v):
                 self.declared.add(sym.name)
                 init = f" = {self.expr(v)}" if v is not None else ""
-                return [f"{indent}{ctype(sym.dtype)} {sym.name}{init};"]
+                if sym.pointer:  # a pointer into a buffer (a ParLoop's direct argument)
+                    const = "const " if sym.has(k.ReadOnly) else ""
+                    return [f"{indent}{const}{ctype(sym.dtype)} *{sym.name}{init};"]
+                t = self.status_type if sym.name == self.status else ctype(sym.dtype)
+                return [f"{indent}{t} {sym.name}{init};"]
             case k.DeclareArray(buffer=b, size=n):
                 self.declared.add(b.base.name)
                 return [f"{indent}{ctype(b.element_type)} {b.base.name}[{self.expr(n)}];"]
@@ -205,9 +198,24 @@ class CFamilyPrinter:
                 return self.loop(s, indent)
             case k.Section(title=title, body=body):
                 return [f"{indent}/* --- {title} --- */", *self.stmts(body, indent)]
+            case k.Pragma(parts=parts):
+                text = "".join(p if isinstance(p, str) else self.expr(p) for p in parts)
+                return [f"{indent}#pragma {text}"]
+            case k.Block(body=body):
+                return [f"{indent}{{", *self.stmts(body, indent + "    "), f"{indent}}}"]
+            case k.Return(value=v):
+                return [f"{indent}return {self.expr(v)};"]
+            case k.Evaluate(value=v):
+                return [f"{indent}{self.expr(v)};"]
+            case k.ParallelRegion() | k.AtomicUpdate() | k.SetError():
+                raise TypeError(f"{type(s).__name__} is abstract: lower the kernel with a "
+                                "platform first")
         raise TypeError(f"cannot print {s!r}")
 
     def loop(self, s: k.Loop, indent: str) -> list[str]:
+        if s.parallel is not None or s.vectorize:
+            raise TypeError(f"loop over {s.counter.name} is abstract: lower the kernel with a "
+                            "platform first")
         c = s.counter.name
         step = s.step
         if isinstance(step, k.Constant):
@@ -220,12 +228,15 @@ class CFamilyPrinter:
             cond = (f"({st} > 0) ? ({c} < {self.expr(s.stop, 10)}) : "
                     f"({c} > {self.expr(s.stop, 10)})")
             inc = f"{c} += {self.expr(step)}"
-        lines = self.loop_pragmas(s, indent)
         declare = "" if c in self.declared else f"{ctype(s.counter.dtype)} "
-        lines.append(f"{indent}for ({declare}{c} = {self.expr(s.start)}; {cond}; {inc}) {{")
-        lines += self.stmts(s.body, indent + "    ")
-        lines.append(f"{indent}}}")
-        return lines
+        return [f"{indent}for ({declare}{c} = {self.expr(s.start)}; {cond}; {inc}) {{",
+                *self.stmts(s.body, indent + "    "), f"{indent}}}"]
 
-    def loop_pragmas(self, s: k.Loop, indent: str) -> list[str]:
-        return []
+    def param(self, p: k.Symbol) -> str:
+        """One parameter of a function's signature."""
+        if not p.pointer:
+            return f"{ctype(p.dtype)} {p.name}"
+        const = "const " if p.has(k.ReadOnly) else ""
+        restrict = f"{self.restrict} " if p.has(k.Restrict) and self.restrict else ""
+        space = f"{self.pointer_qualifier} " if self.pointer_qualifier else ""
+        return f"{space}{const}{ctype(p.dtype)} *{restrict}{p.name}"

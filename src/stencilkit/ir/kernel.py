@@ -1,5 +1,19 @@
 """Kernel IR, after the pystencils memory model: symbols, buffers, typed constants, loops.
 
+One kernel IR holds the whole of what runs, for every kind (point kernel, computation,
+ParLoop): loop nests with their parallel meaning, local arrays, gathers and scatters through
+map buffers, atomic updates, reductions and the error channel. It comes in two layers:
+
+- *Abstract* nodes say what is meant, not how a language says it: ``Loop.parallel`` (a
+  ``Parallel``: schedule, reductions, a run-in-parallel-only-if condition, or a loop shared
+  among the threads of an enclosing ``ParallelRegion``), ``Loop.vectorize``,
+  ``AtomicUpdate``, ``SetError`` (the error channel), ``MathCall`` (an IR math function).
+  The lowerings in ``passes/`` produce only these (plus the common nodes).
+- *Concrete* nodes are what a language has: ``Pragma``, ``Block``, ``Return``, ``CCall``
+  (a named function of the target language), ``Literal``. A platform
+  (``passes/platforms``) rewrites every abstract node into concrete ones; printers print
+  only platform-lowered IR (they refuse abstract nodes).
+
 Invariants:
 - Symbols are created only through a ``KernelContext``, which keeps names unique; a symbol
   is identified by its name. Names come from two disjoint namespaces, so that no user name
@@ -13,10 +27,13 @@ Invariants:
 - A ``Buffer`` has one base pointer, a shape and strides (in elements) that are symbols or
   constants, all of one index type (int64).
 - ``Constant`` values are stored exactly as NumPy scalars of their dtype.
-- ``MathCall`` names an IR math function; each platform's printer picks the implementation
-  (``sqrt`` vs ``sqrtf`` vs ``csqrt``). ``CCall`` is an external C function, ``Literal`` text
-  printed verbatim (assumed pure and constant).
+- ``MathCall`` names an IR math function; the platform picks the implementation (``sqrt``
+  vs ``sqrtf`` vs ``csqrt``, or a runtime helper). ``CCall`` is a function of the target
+  language, ``Call`` one of the generated (or user-supplied) kernel functions, ``Literal``
+  text printed verbatim (assumed pure and constant).
 - Every expression has a dtype; operands of ``Op`` already have the operator's operand type.
+- The error channel is the kernel's status: ``SetError(code)`` records one of the
+  ``STATUS_*`` codes (any thread may set it; the last write wins); the kernel returns it.
 """
 
 from __future__ import annotations
@@ -29,6 +46,13 @@ from .core import Location, Node
 
 DType = np.dtype
 INDEX = np.dtype(np.int64)
+STATUS = np.dtype(np.int32)  # the error channel's type (C's int)
+
+# The error channel's codes (the kernel's return value; ``runtime.launch`` turns them into
+# errors). 3 is the CPython entry's (an output overlaps an input), never the kernel's.
+STATUS_OFFSET = 1  # a run-time relative index left the neighbourhood (clamped)
+STATUS_INDEX = 2  # an absolute index was out of range (the element read as 0)
+STATUS_RANGE_STEP = 4  # a range() step was 0 (the loop did not run)
 
 
 # ---------------------------------------------------------------- symbol properties
@@ -276,14 +300,41 @@ class Store(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Reduction(Node):
+    """Each thread accumulates into a private copy of ``buffer``'s first ``size`` elements
+    (initialized to the identity of ``op``); the copies are combined with ``op`` into the
+    shared one when the loop ends."""
+
+    op: str  # "+", "min", "max"
+    buffer: Buffer
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Parallel(Node):
+    """The parallel meaning of a loop: its iterations may run concurrently.
+
+    ``schedule``: how iterations are dealt to threads ("static": contiguous chunks);
+    ``reductions``: buffers combined across threads; ``only_if``: run in parallel only
+    when this holds (small work runs serially); ``shared``: the loop is inside a
+    ``ParallelRegion`` and its iterations are shared among that region's threads (an
+    implicit barrier follows it) instead of starting threads of its own."""
+
+    schedule: str = "static"
+    reductions: tuple[Reduction, ...] = ()
+    only_if: Expr | None = None
+    shared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Loop(Stmt):
     counter: Symbol
     start: Expr
     stop: Expr
     step: Expr
     body: tuple[Stmt, ...]
-    parallel: bool = False
-    vectorize: bool = False
+    parallel: Parallel | None = None
+    vectorize: bool = False  # iterations are independent: a hint to vectorize
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,9 +359,89 @@ class Section(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class ParallelRegion(Stmt):
+    """A team of threads runs ``body``, each all of it, except the loops marked
+    ``Parallel(shared=True)`` whose iterations the team shares."""
+
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicUpdate(Stmt):
+    """``buffer[indices] = buffer[indices] op value`` (``op`` "+"), or ``= value``
+    (``op`` None), indivisibly with respect to other threads' updates of that element."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    op: str | None
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class SetError(Stmt):
+    """The error channel: the kernel will return ``code`` (a ``STATUS_*``)."""
+
+    code: int
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """A call of another kernel function of the same source (``KernelFunction.name``), or
+    of a user-supplied one; pointer arguments are ``Sym`` of pointer symbols."""
+
+    function: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Address(Expr):
+    """A pointer to ``buffer[indices]`` (dtype: the element type)."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluate(Stmt):
+    """An expression evaluated for its effect (a call)."""
+
+    value: Expr
+
+
+# ---------------------------------------------------------------- concrete (platform) nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Pragma(Stmt):
+    """``#pragma`` followed by ``parts`` (text, and expressions printed in place, such as
+    a condition or a reduction's array), applying to the statement after it."""
+
+    parts: tuple[str | Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Block(Stmt):
+    """A brace-enclosed block (a scope, or the statement a pragma applies to)."""
+
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Return(Stmt):
+    value: Expr
+
+
+ABSTRACT = (ParallelRegion, AtomicUpdate, SetError, MathCall)
+
+
+@dataclass(frozen=True, slots=True)
 class KernelFunction(Node):
     """A lowered kernel. ``params`` come from the free symbols of the body, ordered by the
-    argument they belong to, and carry their properties to the runtime and the header."""
+    argument they belong to, and carry their properties to the runtime and the header.
+    ``internal``: called only by another function of the same source (C: ``static
+    inline``). ``doc``: one line, or several (then the whole documentation comment).
+    ``uses_error_flag``: the body may set the error channel (``status``, the symbol the
+    platform keeps it in)."""
 
     name: str
     params: tuple[Symbol, ...]
@@ -318,3 +449,5 @@ class KernelFunction(Node):
     buffers: tuple[Buffer, ...]
     doc: str = ""
     uses_error_flag: bool = False
+    internal: bool = False
+    status: Symbol | None = None  # the error channel's symbol (created by the lowering)

@@ -9,6 +9,7 @@ bounds; absolutely indexed arrays wrap negative indices and are bounds-checked.
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from ..ir.core import walk
 from .single_exit import RESULT
 
 OUT = "out"
+PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
 # Keys of the arguments the compiler adds (``ScalarArgument``): not Python identifiers, so
 # that no argument of the user's kernel can have them.
 FILL_BORDER = "@fill_border"
@@ -71,6 +73,7 @@ class PointLowering:
         self.locals: dict[str, k.Symbol] = {}
         self.counters: list[k.Symbol] = []
         self.uses_error_flag = False
+        self.status = self.ctx.symbol("sk_error", k.STATUS)  # the error channel
 
     # ------------------------------------------------------------ expressions
 
@@ -185,10 +188,17 @@ class PointLowering:
                     out.append(k.Branch(self.expr(c), self.stmts(b), self.stmts(o), loc=s.loc,
                                         source=src))
                 case d.For(var=v, start=a, stop=b, step=c, body=b_):
-                    if not isinstance(c, d.Const):  # the printer checks for a zero step
-                        self.uses_error_flag = True
-                    out.append(k.Loop(self.locals[v], self.expr(a), self.expr(b), self.expr(c),
-                                      self.stmts(b_), loc=s.loc, source=src))
+                    loop = k.Loop(self.locals[v], self.expr(a), self.expr(b), self.expr(c),
+                                  self.stmts(b_), loc=s.loc)
+                    if isinstance(c, d.Const):
+                        out.append(dataclasses.replace(loop, source=src))
+                        continue
+                    # range() with a run-time step of 0: Python raises, and the loop would
+                    # never end (with the GIL released, not even Ctrl-C would stop it)
+                    self.uses_error_flag = True
+                    zero = k.Op("==", (loop.step, _zero(loop.step.dtype)), dtype=dtypes.BOOL)
+                    out.append(k.Branch(zero, (k.SetError(k.STATUS_RANGE_STEP),), (loop,),
+                                        loc=s.loc, source=src))
                 case d.While(cond=c, body=b_):
                     out.append(k.WhileLoop(self.expr(c), self.stmts(b_), loc=s.loc, source=src))
         return tuple(out)
@@ -213,6 +223,13 @@ class PointLowering:
                               read_only=False, user=False)
         first = self.buffers[kern.params[0]]
         self.counters = [self.ctx.symbol(f"i{dim}", k.INDEX) for dim in range(nd)]
+        work = self.ctx.symbol("sk_work", k.INDEX)
+        work_value = first.shape[0]
+        for n in first.shape[1:]:
+            work_value = k.Op("*", (work_value, n), dtype=k.INDEX)
+        par = k.Parallel(only_if=k.Op(">=", (k.Sym(work, dtype=k.INDEX),
+                                             k.Constant(np.int64(PARALLEL_MIN_WORK),
+                                                        dtype=k.INDEX)), dtype=dtypes.BOOL))
         self.declare_locals()
         fill = self.ctx.symbol("fill_border", dtypes.BOOL,
                                properties=frozenset({k.ScalarArgument(FILL_BORDER)}))
@@ -232,17 +249,17 @@ class PointLowering:
             start = k.Constant(np.int64(-lo), dtype=k.INDEX)
             stop = _sub(first.shape[dim], k.Constant(np.int64(hi), dtype=k.INDEX))
             inner = (k.Loop(self.counters[dim], start, stop, _one(), inner,
-                            parallel=(dim == 0), vectorize=(dim == nd - 1)),)
+                            parallel=par if dim == 0 else None, vectorize=(dim == nd - 1)),)
         interior = k.Section("interior", inner)
         border = k.Section("border: cval where the neighbourhood leaves the array", (
-            k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval)),))
-        body_all = (border, interior)
+            k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval, par)),))
+        body_all = (k.Declare(work, work_value), border, interior)
         params = free_parameters(body_all, (*kern.params, OUT, FILL_BORDER, CVAL))
         doc = (f"point kernel '{kern.name}' ({self.filename}:{kern.loc.line if kern.loc else 0})"
                f", {nd}-D, border {list(self.border)}")
         return k.KernelFunction(function_name("point", kern.name), params, body_all,
                                 tuple(self.buffers.values()) + (out,), doc,
-                                self.uses_error_flag)
+                                self.uses_error_flag, status=self.status)
 
     def declare_locals(self) -> None:
         """A symbol per local variable: the user's, and the compiler's (``@result``)."""
@@ -252,7 +269,8 @@ class PointLowering:
             else:
                 self.locals[name] = self.ctx.symbol("sk_" + name.lstrip("@"), t)
 
-    def border_fill(self, first: k.Buffer, out: k.Buffer, cval: k.Symbol) -> tuple[k.Stmt, ...]:
+    def border_fill(self, first: k.Buffer, out: k.Buffer, cval: k.Symbol,
+                    par: k.Parallel) -> tuple[k.Stmt, ...]:
         """Write ``cval`` to every element whose neighbourhood leaves the array."""
         nd = self.kernel.ndim
         counters = [self.ctx.symbol(f"b{dim}", k.INDEX) for dim in range(nd)]
@@ -287,7 +305,7 @@ class PointLowering:
         nest: tuple[k.Stmt, ...] = (k.Branch(inside, row(False), row(True)),)
         for dim in reversed(range(nd - 1)):
             nest = (k.Loop(counters[dim], k.Constant(np.int64(0), dtype=k.INDEX),
-                           first.shape[dim], _one(), nest, parallel=(dim == 0)),)
+                           first.shape[dim], _one(), nest, parallel=par if dim == 0 else None),)
         return nest
 
 
@@ -353,7 +371,8 @@ def free_parameters(body: tuple[k.Stmt, ...], order: list[str] | tuple[str, ...]
             match n:
                 case k.Sym(symbol=s):
                     used.setdefault(s.name, s)
-                case k.Load(buffer=b) | k.Store(buffer=b):
+                case k.Load(buffer=b) | k.Store(buffer=b) | k.Address(buffer=b) | \
+                        k.AtomicUpdate(buffer=b):
                     used.setdefault(b.base.name, b.base)
                     for e in b.strides:  # printed inside every index expression
                         if isinstance(e, k.Sym):

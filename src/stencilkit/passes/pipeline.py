@@ -13,7 +13,7 @@ import numpy as np
 
 from ..analysis import neighborhood as nbh
 from ..analysis.typing import ArgType, type_point_kernel
-from ..codegen.c import kernel_ir_text
+from ..codegen.kernel_text import kernel_ir_text
 from ..config import current
 from ..errors import StencilTypeError
 from ..ir import definition as d

@@ -36,12 +36,13 @@ from ..errors import BackendError
 if TYPE_CHECKING:
     from ..analysis.schedule import Schedule
     from ..analysis.typing import ArgType
-    from ..codegen.c_parloop import ArgSpec
     from ..frontend.source import SourceFunction
     from ..ir.computation import ComputationDef
     from ..ir.definition import PointKernel
+    from ..passes.lower_parloop import ArgSpec
     from ..passes.lower_point import Layout
     from ..passes.pipeline import TypedPointKernel
+    from ..passes.platforms.base import Platform
 
 Fields = dict[str, np.ndarray]
 
@@ -162,6 +163,11 @@ class Backend:
         if wrong:
             raise BackendError(f"backend {self.name!r} does not compute on {', '.join(wrong)}",
                                stencil=stencil, hint="use other dtypes, or another backend")
+
+    def platform(self) -> Platform:
+        """The platform this backend lowers kernel IR with (``passes/platforms``)."""
+        assert self.pieces is not None and self.pieces.platform is not None, self.name
+        return load(self.pieces.platform)  # type: ignore[return-value]
 
     def launcher(self, kind: str) -> object:
         """The launcher this backend declares for ``kind`` (imported on first use)."""

@@ -32,6 +32,7 @@ class CBackend(Backend):
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
                             out_dtype)
+        kf = self.platform().lower(kf)
         source, _ = c_codegen.kernel_source(kf)
         tc = current_toolchain()
         wrapper_args = []
@@ -61,7 +62,7 @@ class CBackend(Backend):
         return source, build_extension(k, full, kernel.name)
 
     def computation_key(self, fields, defn):
-        from ..codegen.c_computation import layout_of
+        from ..passes.lower_computation import layout_of
 
         return tuple(sorted(layout_of(fields, defn).items()))
 
@@ -69,9 +70,9 @@ class CBackend(Backend):
         from ..build import cache
         from ..build.extension import build_extension, current_toolchain, module_name
         from ..codegen import c as cgen
-        from ..codegen.c_computation import (
+        from ..codegen.kernel_text import kernel_ir_text
+        from ..passes.lower_computation import (
             AXES,
-            ComputationCPrinter,
             ComputationLowering,
             domain_key,
             layout_of,
@@ -83,10 +84,9 @@ class CBackend(Backend):
         layout = layout_of(fields, defn)
         lowering = ComputationLowering(defn, sched, layout, src)
         kf = lowering.lower_all()
-        dump("kernel", defn.name, cgen.kernel_ir_text(kf))
-        printer = ComputationCPrinter(kf)
-        fn_text = printer.function()
-        source = "\n".join([printer.prelude(), cgen.header_comment(kf), fn_text, ""])
+        dump("kernel", defn.name, kernel_ir_text(kf))
+        kf = self.platform().lower(kf)
+        source, _ = cgen.kernel_source(kf)
         tc = current_toolchain()
         # Python-level arguments: fields, temporaries held in memory, origins, scalars, domain
         buffers = list(lowering.buffers)
@@ -122,22 +122,30 @@ class CBackend(Backend):
     def build_parloop(self, name, typed, specs, src, code, atomic):
         from ..build import cache
         from ..build.extension import build_extension, current_toolchain, module_name
-        from ..codegen import c_parloop as cpl
+        from ..codegen import c as cgen
+        from ..codegen.kernel_text import kernel_ir_text
+        from ..ir import kernel as k
+        from ..passes import lower_parloop as lpl
         from ..passes.pipeline import dump
 
-        loop_name = cpl.loop_function_name(name)
+        platform = self.platform()
+        loop_name = lpl.loop_function_name(name)
         if typed is not None:
-            kf = cpl.KernelLowering(typed, specs, src.line_text,
+            kf = lpl.KernelLowering(typed, specs, src.line_text,
                                     src.filename.rsplit("/", 1)[-1]).lower_kernel()
-            text, printer = cpl.kernel_function(kf)
-            helpers, status, call = printer.helpers, kf.uses_error_flag, kf.name
-        else:
-            text, helpers, status, call = code, set(), False, name
-        source = cpl.source(loop_name, name, specs, atomic, text, call, helpers, status)
+            dump("kernel", name, kernel_ir_text(kf))
+            kernel: k.KernelFunction | str = platform.lower(kf)
+            status, call = kf.uses_error_flag, kf.name
+        else:  # user-supplied C, called through the same convention
+            kernel, status, call = code, False, name
+        loop = lpl.LoopLowering(loop_name, name, call, specs, atomic, status).lower()
+        dump("kernel", f"{name} loop", kernel_ir_text(loop))
+        loop = platform.lower(loop)
+        source = cgen.translation_unit((("kernel", kernel), ("loop", loop)))
         dump("code", f"{name} [{self.name}]", source)
-        k = cache.key("c-parloop", source, current_toolchain().identity)
-        full = source + cpl.python_entry(loop_name, specs, module_name(k))
-        fn = build_extension(k, full, name)
+        k_ = cache.key("c-parloop", source, current_toolchain().identity)
+        full = source + cgen.python_entry(loop, module_name(k_))
+        fn = build_extension(k_, full, name)
         return source, fn
 
 
@@ -153,11 +161,11 @@ BACKEND = CBackend(
         exports_c=True,
     ),
     pieces=Pieces(
-        # OpenMP: the C printers' loop_pragmas map parallel loops to `omp parallel for`
-        platform="stencilkit.codegen.c:CPrinter.loop_pragmas",
+        # OpenMP pragmas, libm per dtype, the status as a returned int
+        platform="stencilkit.passes.platforms.c:C_PLATFORM",
         printer=PerKind(point="stencilkit.codegen.c:CPrinter",
-                        computation="stencilkit.codegen.c_computation:ComputationCPrinter",
-                        parloop="stencilkit.codegen.c_parloop:kernel_function"),
+                        computation="stencilkit.codegen.c:CPrinter",
+                        parloop="stencilkit.codegen.c:translation_unit"),
         toolchain="stencilkit.build.extension:build_extension",
         launcher=PerKind(point="stencilkit.runtime.launch:PointCall",
                          computation="stencilkit.runtime.computation:CompiledComputationCall",

@@ -1,15 +1,21 @@
-"""Lowering of scheduled computations to kernel IR (registry/c.py builds it into C).
+"""Lower a scheduled computation to kernel IR: column groups, register and column
+temporaries, stage nests, K sweeps, and the loop order chosen by the fields' layout.
 
-Loop structure per multistage (the layout key says which axis of each field has unit stride;
-the loop over that axis is innermost so that it vectorizes):
+Requires: a ``ComputationDef`` with its ``Schedule`` (stages, extents, multistage modes) and
+the layout (which axis of each field has unit stride; the loop over that axis is innermost
+so that it vectorizes). Ensures: a ``KernelFunction`` whose parameters are the free symbols
+of its body (fields, temporaries held in memory, origins, scalars, the domain), and per
+multistage:
 
 - PARALLEL: per interval and stage, one loop nest over the stage's extended region, the
   outermost loop parallel;
 - FORWARD/BACKWARD "columns": parallel over the outer horizontal axis, K sequential, every
   stage of the multistage fused into one body; temporaries read only at zero offset inside
-  the multistage are registers (C locals), not arrays;
-- "planes": inside one parallel region, for each K level in order and each stage, a
-  work-shared loop over the plane (its implicit barrier orders the stages).
+  the multistage are registers (locals), not arrays; with K contiguous, blocks of columns
+  are jammed under the K loop, and temporaries read only in the column are per-thread
+  column buffers;
+- "planes": one ``ParallelRegion``; for each K level in order and each stage, a loop over
+  the plane shared among the region's threads (its implicit barrier orders the stages).
 """
 
 from __future__ import annotations
@@ -35,8 +41,7 @@ from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
-from ..passes.lower_point import PointLowering, free_parameters, function_name
-from . import c as cgen
+from .lower_point import PointLowering, free_parameters, function_name
 
 AXES = "IJK"
 COLUMN_BLOCK = 8  # columns interleaved per K sweep when K is the contiguous axis
@@ -289,12 +294,11 @@ class ComputationLowering(PointLowering):
                                                                if a != 2]
         for depth, axis in reversed(list(enumerate(order))):
             start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
+            outer = depth == 0 and (parallel or workshare)
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
-                           parallel=parallel and depth == 0,
+                           parallel=k.Parallel(shared=workshare) if outer else None,
                            vectorize=depth == len(order) - 1),)
         (nest,) = body
-        if workshare:
-            return k.Section("workshare", (nest,))
         return nest
 
     def multistage(self, m_i: int, ms: MultiStage) -> k.Stmt:
@@ -314,7 +318,7 @@ class ComputationLowering(PointLowering):
                 stages = tuple(self.stage_nest(st, None, parallel=False, workshare=True)
                                for st in isched.stages)
                 levels.append(self.k_loop(kc, k0, k1, ms.policy, stages))
-            return k.Section(title + " (parallel region)", tuple(levels))
+            return k.Section(title + " (parallel region)", (k.ParallelRegion(tuple(levels)),))
         return self.columns_group([(m_i, ms)])
 
     def columns_group(self, group: list[tuple[int, MultiStage]]) -> k.Stmt:
@@ -371,12 +375,12 @@ class ComputationLowering(PointLowering):
             body = (k.Loop(jb, start, stop, _const(COLUMN_BLOCK), tuple(arrays) + body),)
             o_start, o_stop = self.horizontal_range(outer, ext)
             body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
-                           parallel=True),)
+                           parallel=k.Parallel()),)
             return k.Section(title, body)
         for depth, axis in reversed(list(enumerate(order[:-1]))):
             start, stop = self.horizontal_range(axis, ext)
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
-                           parallel=depth == 0),)
+                           parallel=k.Parallel() if depth == 0 else None),)
         return k.Section(title, body)
 
     def jam_levels(self, level_loop: k.Stmt, axis: int, start: k.Expr, stop: k.Expr) -> k.Stmt:
@@ -426,7 +430,8 @@ class ComputationLowering(PointLowering):
         params = free_parameters(sections, order)
         return k.KernelFunction(function_name("computation", self.defn.name), params, sections,
                                 tuple(self.buffers.values()),
-                                f"computation '{self.defn.name}'", False)
+                                f"computation '{self.defn.name}'", self.uses_error_flag,
+                                status=self.status)
 
 
 def origin_key(field: str, axis: str) -> str:
@@ -445,26 +450,6 @@ def stage_union(stages: list[Stage]) -> c.Extent:
         e = st.extent
         ext = (min(ext[0], e[0]), max(ext[1], e[1]), min(ext[2], e[2]), max(ext[3], e[3]))
     return ext
-
-
-class ComputationCPrinter(cgen.CPrinter):
-    """Work-shared sections inside a "planes" multistage's parallel region."""
-
-    def stmt(self, s: k.Stmt, indent: str) -> list[str]:
-        if isinstance(s, k.Section) and s.title.endswith("(parallel region)"):
-            return [f"{indent}/* --- {s.title} --- */", f"{indent}#pragma omp parallel",
-                    f"{indent}{{", *self.stmts(s.body, indent + "    "), f"{indent}}}"]
-        if isinstance(s, k.Section) and s.title == "workshare":
-            loop = s.body[0]
-            assert isinstance(loop, k.Loop)
-            lines = self.loop(loop, indent)
-            return [f"{indent}#pragma omp for schedule(static)", *lines]
-        return super().stmt(s, indent)
-
-    def loop_pragmas(self, s: k.Loop, indent: str) -> list[str]:
-        if s.parallel:
-            return [f"{indent}#pragma omp parallel for schedule(static)"]
-        return super().loop_pragmas(s, indent)
 
 
 def layout_of(fields: dict[str, np.ndarray] | None, defn: c.ComputationDef) -> dict[str, int | None]:

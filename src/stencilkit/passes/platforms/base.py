@@ -1,0 +1,129 @@
+"""The platform interface: lowering the abstract nodes of kernel IR to what a language has.
+
+As pystencils separates platforms from printers: the lowerings in ``passes/`` say what is
+meant (a parallel loop with a schedule and reductions, an atomic update, setting the error
+status, ``sqrt`` of a float32), a platform rewrites that into the concrete nodes of one
+language (``Pragma``, ``CCall``, ``Declare``/``Return`` of the status, ...), and a printer
+prints the result without knowing what any of it meant.
+
+Requires: a ``KernelFunction`` as a lowering produced it (abstract nodes allowed).
+Ensures: no ``ParallelRegion``, ``AtomicUpdate``, ``SetError`` or ``MathCall`` is left, and
+every ``Loop`` has ``parallel=None`` and ``vectorize=False`` (their meaning is now in the
+statements the hooks returned); the parameters are unchanged.
+
+A platform is a subclass that implements the hooks below. What each backend's hooks do:
+
+=================  ==========================  =========================  =======================
+hook               C (OpenMP)                  CUDA                       OpenCL / Numba
+=================  ==========================  =========================  =======================
+parallel_loop      ``omp parallel for`` +      counter = blockIdx.x *     get_global_id(0) /
+                   schedule, reduction, if     blockDim.x + threadIdx.x,  ``prange``
+                                               guard ``counter < stop``
+parallel_region    ``omp parallel`` + block    (one launch)               (one launch)
+vector_loop        ``GCC ivdep``               the loop as is             the loop as is
+atomic_update      ``omp atomic`` + store      ``atomicAdd``              CAS loop helper / --
+set_error          ``omp atomic write``        ``atomicExch`` on a status  a status buffer
+error_prologue,    ``int sk_error = 0`` ...    the status is a parameter  same / a returned int
+error_epilogue     ``return sk_error``
+math_call          sqrt / sqrtf / csqrt,       sqrt / sqrtf (no complex)  native_* or sqrt /
+                   runtime helpers                                        ``math.sqrt``
+=================  ==========================  =========================  =======================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ...ir import kernel as k
+from ...ir.core import Node, rewrite
+
+
+class Platform:
+    """Base class: walks the kernel, hands each abstract node to its hook. Hooks get nodes
+    whose children are already lowered, and return kernel IR (statement hooks a tuple of
+    statements, since one abstract statement may become several)."""
+
+    name = "abstract"
+
+    def lower(self, kf: k.KernelFunction) -> k.KernelFunction:
+        """The platform-lowered kernel (a pass ``KernelFunction -> KernelFunction``)."""
+        body = tuple(rewrite(s, self._expression) for s in kf.body)
+        body = self.stmts(body, kf)
+        body = self.error_prologue(kf) + body + self.error_epilogue(kf)
+        return dataclasses.replace(kf, body=body)
+
+    # ------------------------------------------------------------ the walk
+
+    def _expression(self, node: Node) -> Node | None:
+        if isinstance(node, k.MathCall):
+            return self.math_call(node)
+        return None
+
+    def stmts(self, body: tuple[k.Stmt, ...], kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        out: list[k.Stmt] = []
+        for s in body:
+            out.extend(self.stmt(s, kf))
+        return tuple(out)
+
+    def stmt(self, s: k.Stmt, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        match s:
+            case k.Loop(body=body):
+                loop = dataclasses.replace(s, body=self.stmts(body, kf))
+                if loop.parallel is not None:
+                    return self.parallel_loop(loop, kf)
+                if loop.vectorize:
+                    return self.vector_loop(loop)
+                return (loop,)
+            case k.Branch(then=then, orelse=orelse):
+                return (dataclasses.replace(s, then=self.stmts(then, kf),
+                                            orelse=self.stmts(orelse, kf)),)
+            case k.WhileLoop(body=body) | k.Section(body=body) | k.Block(body=body):
+                return (dataclasses.replace(s, body=self.stmts(body, kf)),)
+            case k.ParallelRegion(body=body):
+                return self.parallel_region(dataclasses.replace(s, body=self.stmts(body, kf)))
+            case k.AtomicUpdate():
+                return self.atomic_update(s)
+            case k.SetError(code=code):
+                return self.set_error(code, kf, s)
+        return (s,)
+
+    # ------------------------------------------------------------ hooks
+
+    def parallel_loop(self, loop: k.Loop, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        """``loop.parallel`` is set: the statements that run its iterations concurrently
+        (with its reductions, its schedule, its ``only_if`` condition; a ``shared`` loop
+        is inside a region lowered by ``parallel_region``)."""
+        raise NotImplementedError
+
+    def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
+        """A team of threads each running the body (its shared loops are already lowered)."""
+        raise NotImplementedError
+
+    def vector_loop(self, loop: k.Loop) -> tuple[k.Stmt, ...]:
+        """A serial loop whose iterations are independent. Default: the loop, unmarked."""
+        return (dataclasses.replace(loop, vectorize=False),)
+
+    def atomic_update(self, s: k.AtomicUpdate) -> tuple[k.Stmt, ...]:
+        raise NotImplementedError
+
+    def set_error(self, code: int, kf: k.KernelFunction, s: k.SetError) -> tuple[k.Stmt, ...]:
+        """Record status ``code`` (from any thread) in ``kf.status``."""
+        raise NotImplementedError
+
+    def error_prologue(self, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        """Statements before the body that create the error channel."""
+        return ()
+
+    def error_epilogue(self, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        """Statements after the body that deliver the status."""
+        return ()
+
+    def math_call(self, call: k.MathCall) -> k.Expr:
+        """The implementation of an IR math function for the operand type: a ``CCall`` of
+        the language's function, an ``Op`` runtime helper, or a constant."""
+        raise NotImplementedError
+
+
+def status_constant(code: int) -> k.Expr:
+    """A status code as the C family writes an ``int``."""
+    return k.Literal(str(int(code)), dtype=k.STATUS)
