@@ -190,3 +190,27 @@ def ref_implicit(q, nu):
         for j in range(nj):
             out[i, j] = np.linalg.solve(m, q[i, j])
     return out
+
+
+# ------------------------------------------------------------------ executed by planes
+
+
+def planes(a: Field[float], q: Field[float]):
+    # t is read with a horizontal offset in the computation that writes it: planes, not
+    # columns (GT4Py refuses this; the meaning is still sequential, level after level).
+    with computation(PARALLEL), interval(0, 1):
+        q = a
+    with computation(FORWARD), interval(0, -1):
+        t = a * 2.0
+        q[0, 0, 1] = t[1, 0, 0] + q + t[-1, 0, 0]
+
+
+def ref_planes(a, q):
+    """``planes`` on I in [1, ni - 1), every J and K (a NumPy loop over levels)."""
+    expect = q.copy()
+    ni = a.shape[0]
+    expect[1:ni - 1, :, 0] = a[1:ni - 1, :, 0]
+    for k in range(a.shape[2] - 1):
+        expect[1:ni - 1, :, k + 1] = (2.0 * a[2:, :, k] + expect[1:ni - 1, :, k]
+                                      + 2.0 * a[:ni - 2, :, k])
+    return expect

@@ -181,14 +181,8 @@ class CPrinter(CFamilyPrinter):
         super().__init__(kernel.status.name if kernel.status is not None else "sk_error")
         self.kernel = kernel
 
-    def signature(self) -> str:
-        params = ", ".join(self.param(p) for p in self.kernel.params)
-        static = "static inline " if self.kernel.internal else ""
-        return f"{static}int {self.kernel.name}({params})"
-
     def function(self) -> str:
-        body = self.stmts(self.kernel.body, "    ")
-        return "\n".join([self.signature(), "{", *body, "}"])
+        return self.function_text(self.kernel)
 
     def prelude(self) -> str:
         parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", _INDEX_HELPERS]

@@ -8,9 +8,11 @@ from Python's (floor division, modulo, integer powers, shifts, checked indices, 
 ...) print as calls of small inline helpers that the prelude defines once per type used.
 
 Hooks for a dialect (class attributes and methods a subclass overrides): ``restrict`` (the
-keyword, "" where there is none), ``function_qualifier`` (``__device__``, ...),
-``pointer_qualifier`` (OpenCL's ``__global``), ``complex_literal`` (C99's CMPLX; CUDA and
-OpenCL have no complex type), ``signature`` and ``function`` (the entry's form).
+keyword, "" where there is none), ``function_qualifier`` (CUDA's ``__global__``, OpenCL's
+``__kernel``), ``internal_qualifier`` (``static inline``, CUDA's ``__device__``),
+``return_type`` (C returns the status; a CUDA kernel is ``void``), ``pointer_qualifier``
+(OpenCL's ``__global``), ``status_type``, ``complex_literal`` (C99's CMPLX; CUDA and OpenCL
+have no complex type), ``signature``/``param`` (the entry's form).
 """
 
 from __future__ import annotations
@@ -54,8 +56,10 @@ class CFamilyPrinter:
     """Prints kernel IR as C. Subclasses override the hooks for their dialect."""
 
     restrict = "restrict"
-    function_qualifier = ""
+    function_qualifier = ""  # before an entry function: CUDA's __global__, OpenCL's __kernel
+    internal_qualifier = "static inline"  # before a function only the source calls
     pointer_qualifier = ""
+    return_type = "int"  # what an entry function returns (the status, in C)
     status_type = "int"  # the error channel's variable (the helpers take an int *)
 
     def __init__(self, status: str = "sk_error") -> None:
@@ -231,6 +235,15 @@ class CFamilyPrinter:
         declare = "" if c in self.declared else f"{ctype(s.counter.dtype)} "
         return [f"{indent}for ({declare}{c} = {self.expr(s.start)}; {cond}; {inc}) {{",
                 *self.stmts(s.body, indent + "    "), f"{indent}}}"]
+
+    def signature(self, kf: k.KernelFunction) -> str:
+        params = ", ".join(self.param(p) for p in kf.params)
+        qualifier = self.internal_qualifier if kf.internal else self.function_qualifier
+        prefix = f"{qualifier} " if qualifier else ""
+        return f"{prefix}{self.return_type} {kf.name}({params})"
+
+    def function_text(self, kf: k.KernelFunction) -> str:
+        return "\n".join([self.signature(kf), "{", *self.stmts(kf.body, "    "), "}"])
 
     def param(self, p: k.Symbol) -> str:
         """One parameter of a function's signature."""

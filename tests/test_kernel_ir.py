@@ -1,0 +1,259 @@
+"""The kernel IR under all three kinds, the platform interface and the printer.
+
+- the ParLoop's loop over the set is kernel IR: its gathers and scatters through maps,
+  atomics, reductions, the kernel call and the error status are nodes, not C text;
+- the C platform leaves no abstract node, and the printer refuses abstract IR;
+- a small platform written against the base class alone (serial C: no OpenMP at all) is
+  enough to run every kind, with the results of NumPy references.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit.codegen import c as cgen
+from stencilkit.codegen.kernel_text import kernel_ir_text
+from stencilkit.ir import kernel as k
+from stencilkit.ir.core import walk
+from stencilkit.passes import lower_parloop as lpl
+from stencilkit.passes.platforms.base import Platform, status_constant
+from stencilkit.passes.platforms.c import C_PLATFORM, libm
+
+from .computations import planes, ref_planes
+
+F64 = np.dtype(np.float64)
+
+
+def _specs() -> tuple[lpl.ArgSpec, ...]:
+    """A WRITE Dat, an indirectly READ (3, 2) block, an INC Global, a MAX Global, an INC
+    through a map, a whole-matrix INC."""
+    return (lpl.ArgSpec("direct", "WRITE", F64, 1, (1,)),
+            lpl.ArgSpec("indirect", "READ", F64, 2, (3, 2), arity=3),
+            lpl.ArgSpec("global", "INC", F64, 1, (1,)),
+            lpl.ArgSpec("global", "MAX", F64, 2, (2,)),
+            lpl.ArgSpec("indirect", "INC", F64, 1, (3, 1), arity=3),
+            lpl.ArgSpec("mat", "INC", F64, 1, (3, 3), arity=9))
+
+
+def _loop(atomic: bool, status: bool = True) -> k.KernelFunction:
+    return lpl.LoopLowering("sk_parloop_t", "t", "sk_t_kernel", _specs(), atomic,
+                            status).lower()
+
+
+def _nodes(kf: k.KernelFunction, kind: type) -> list:
+    return [n for s in kf.body for n in walk(s) if isinstance(n, kind)]
+
+
+def test_parloop_loop_is_kernel_ir():
+    kf = _loop(atomic=True)
+    parallel = [n for n in _nodes(kf, k.Loop) if n.parallel is not None]
+    assert len(parallel) == 1, "one parallel loop: over the blocks"
+    par = parallel[0].parallel
+    assert [(r.op, r.buffer.name, r.size) for r in par.reductions] == [("+", "r2", 1),
+                                                                       ("max", "r3", 2)]
+    assert par.only_if is not None  # a single block runs without starting threads
+    # scatters of the INC through a map and of the matrix block are atomic updates
+    atomics = _nodes(kf, k.AtomicUpdate)
+    assert sorted(a.buffer.name for a in atomics) == ["a4", "a5"]
+    assert all(a.op == "+" for a in atomics)
+    # gathers read the data at the element's map entries: a Load whose index loads the map
+    gathers = [n for n in _nodes(kf, k.Load) if n.buffer.name == "a1"
+               and any(isinstance(x, k.Load) and x.buffer.name == "m1"
+                       for i in n.indices for x in walk(i))]
+    assert gathers
+    (call,) = _nodes(kf, k.Call)
+    assert call.function == "sk_t_kernel" and len(call.args) == 6
+    assert [s.code for s in _nodes(kf, k.SetError)] == [k.STATUS_INDEX]
+    assert kf.uses_error_flag and kf.status is not None
+    # parameters: the blocks, then per argument its data and map, by argument order
+    assert [p.name for p in kf.params] == ["nblocks", "blocks", "a0", "a1", "m1", "a2", "a3",
+                                           "a4", "m4", "a5", "m5"]
+    assert [p.name for p in kf.params if p.has(k.ReadOnly)] == ["blocks", "a1", "m1", "m4",
+                                                                "m5"]
+
+
+def test_colouring_needs_no_atomics_and_no_status_without_index_checks():
+    kf = _loop(atomic=False, status=False)
+    assert not _nodes(kf, k.AtomicUpdate) and not _nodes(kf, k.SetError)
+    assert len(_nodes(kf, k.Evaluate)) == 1  # the kernel is called for its effect
+
+
+def test_text_form_spells_out_abstract_nodes():
+    text = kernel_ir_text(_loop(atomic=True))
+    assert "parallel schedule(static) reduction(+: r2[:1]) reduction(max: r3[:2]) if(" in text
+    assert "atomic a4[" in text and "set_error 2;" in text
+
+
+def test_c_platform_leaves_no_abstract_node():
+    lowered = C_PLATFORM.lower(_loop(atomic=True))
+    for s in lowered.body:
+        for n in walk(s):
+            assert not isinstance(n, k.ABSTRACT), n
+            assert not (isinstance(n, k.Loop) and (n.parallel or n.vectorize)), n
+    pragmas = ["".join(p if isinstance(p, str) else "<e>" for p in n.parts)
+               for n in _nodes(lowered, k.Pragma)]
+    assert "omp parallel for schedule(static) reduction(+: <e>[:1]) reduction(max: <e>[:2]) " \
+           "if(<e>)" in pragmas
+    assert pragmas.count("omp atomic") == 2 and pragmas.count("omp atomic write") == 1
+    assert isinstance(lowered.body[0], k.Declare) and isinstance(lowered.body[-1], k.Return)
+    assert lowered.params == _loop(atomic=True).params
+
+
+def test_printer_refuses_abstract_ir():
+    with pytest.raises(TypeError, match="platform"):
+        cgen.kernel_source(_loop(atomic=True))
+
+
+@pytest.mark.parametrize("func, dtype, name", [
+    ("sqrt", np.float64, "sqrt"), ("sqrt", np.float32, "sqrtf"),
+    ("sqrt", np.complex128, "csqrt"), ("exp", np.complex64, "cexpf"),
+    ("gamma", np.float64, "tgamma")])
+def test_math_function_per_dtype_is_the_platforms(func, dtype, name):
+    t = np.dtype(dtype)
+    x = k.Sym(k.KernelContext().symbol("x", t), dtype=t)
+    call = C_PLATFORM.math_call(k.MathCall(func, (x,), dtype=t))
+    assert isinstance(call, k.CCall) and call.name == name == libm(func, t)
+
+
+def test_math_helpers_and_tests():
+    ctx = k.KernelContext()
+    i = k.Sym(ctx.symbol("i", np.int64), dtype=np.dtype(np.int64))
+    f = k.Sym(ctx.symbol("f", F64), dtype=F64)
+    assert C_PLATFORM.math_call(k.MathCall("max", (i, i), dtype=i.dtype)) == \
+        k.Op("max", (i, i), dtype=i.dtype)
+    assert C_PLATFORM.math_call(k.MathCall("abs", (f,), dtype=F64)).name == "fabs"
+    isnan_int = C_PLATFORM.math_call(k.MathCall("isnan", (i,), dtype=np.dtype(bool)))
+    assert isinstance(isnan_int, k.Constant) and not isnan_int.value
+
+
+# ---------------------------------------------------------------- a platform of its own
+
+
+class SerialC(Platform):
+    """C without OpenMP, written against the hooks alone: loops run serially (so a
+    reduction accumulates in place, and an atomic update is a plain one)."""
+
+    name = "serial-c"
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def parallel_loop(self, loop, kf):
+        self.used.add("parallel_loop")
+        return (dataclasses.replace(loop, parallel=None, vectorize=False),)
+
+    def parallel_region(self, region):
+        self.used.add("parallel_region")
+        return (k.Block(region.body),)
+
+    def atomic_update(self, s):
+        self.used.add("atomic_update")
+        t = s.buffer.element_type
+        value = s.value if s.op is None else k.Op(
+            s.op, (k.Load(s.buffer, s.indices, dtype=t), s.value), dtype=t)
+        return (k.Store(s.buffer, s.indices, value),)
+
+    def set_error(self, code, kf, s):
+        self.used.add("set_error")
+        return (k.SetSym(kf.status, status_constant(code)),)
+
+    def error_prologue(self, kf):
+        return (k.Declare(kf.status, status_constant(0)),)
+
+    def error_epilogue(self, kf):
+        return (k.Return(k.Sym(kf.status, dtype=kf.status.dtype)),)
+
+    def math_call(self, call):
+        self.used.add("math_call")
+        return C_PLATFORM.math_call(call)  # the same language: the same libm
+
+
+@pytest.fixture
+def serial(monkeypatch):
+    """Build every kind with ``SerialC`` (each build function names its platform)."""
+    platform = SerialC()
+    for mod in ("stencilkit.stencil", "stencilkit.codegen.c_computation", "stencilkit.loop"):
+        monkeypatch.setattr(importlib.import_module(mod), "C_PLATFORM", platform)
+    return platform
+
+
+def _no_openmp(code: str) -> None:
+    """No pragma in the generated functions (the prelude's index helpers keep theirs)."""
+    first = re.search(r"^(static inline )?int sk_", code, re.MULTILINE)
+    assert first is not None and "#pragma" not in code[first.start():]
+
+
+def test_own_platform_runs_a_point_kernel(serial):
+    @sk.stencil(backend="c", neighborhood=((-1, 1), (-1, 1)))
+    def smooth(a, n):
+        s = 0.0
+        for i in range(-1, 2, n):
+            s += np.sqrt(a[i, 0]) + abs(a[0, i])
+        return s
+
+    a = np.random.default_rng(1).random((300, 200))  # past the parallel work threshold
+    got = smooth(a, 1)
+    expect = np.zeros_like(a)
+    inner = sum(np.sqrt(a[1 + i:299 + i, 1:-1]) + np.abs(a[1:-1, 1 + i:199 + i])
+                for i in (-1, 0, 1))
+    expect[1:-1, 1:-1] = inner
+    np.testing.assert_allclose(got, expect, rtol=1e-14)
+    with pytest.raises(sk.StencilError):  # range() step 0: the error channel, serially
+        smooth(a, 0)
+    _no_openmp(smooth.generate(a, 1))
+    assert {"parallel_loop", "set_error", "math_call"} <= serial.used
+
+
+def test_own_platform_runs_a_plane_by_plane_computation(serial):
+    st = sk.stencil(planes, backend="c")
+    assert "executed by planes" in st.ir
+    rng = np.random.default_rng(2)
+    a, q = rng.random((5, 4, 6)), np.zeros((5, 4, 6))
+    expect = ref_planes(a, q)
+    st(a, q, origin=(1, 0, 0), domain=(3, 4, 6))
+    np.testing.assert_allclose(q, expect, rtol=1e-12)
+    _no_openmp(st.generate(backend="c"))
+    assert {"parallel_loop", "parallel_region"} <= serial.used
+
+
+@pytest.mark.parametrize("race", ["atomic", "color"])
+def test_own_platform_runs_a_parloop(serial, race):
+    rng = np.random.default_rng(3)
+    n_nodes, tri = 30, rng.integers(0, 30, size=(80, 3))
+    cells, nodes = sk.Set(len(tri)), sk.Set(n_nodes)
+    c2n = sk.Map(cells, nodes, 3, tri)
+    x = sk.Dat(nodes, data=rng.random(n_nodes))
+    acc, total, top = sk.Dat(nodes), sk.Global(1, 0.0), sk.Global(1, -1.0)
+
+    @sk.kernel
+    def spread(acc, x, total, top):
+        s = x[0, 0] + x[1, 0] + x[2, 0]
+        for j in range(3):
+            acc[j, 0] += s
+        total[0] += s
+        top[0] = max(top[0], s)
+
+    sk.par_loop(spread, cells, acc(sk.INC, c2n), x(sk.READ, c2n), total(sk.INC),
+                top(sk.MAX), backend="c", race=race)
+    s = x.data[tri].sum(axis=1)
+    expect = np.zeros(n_nodes)
+    np.add.at(expect, tri, s[:, None].repeat(3, axis=1))
+    np.testing.assert_allclose(acc.data, expect, rtol=1e-12)
+    np.testing.assert_allclose(total.data, [s.sum()], rtol=1e-12)
+    np.testing.assert_allclose(top.data, [s.max()])
+    loop = sk.ParLoop(spread, cells, acc(sk.INC, c2n), x(sk.READ, c2n), total(sk.INC),
+                      top(sk.MAX), backend="c", race=race)
+    _no_openmp(loop.generate())
+    if race == "atomic":
+        assert "atomic_update" in serial.used
+
+
+def test_base_platform_names_what_is_missing():
+    with pytest.raises(NotImplementedError):
+        Platform().lower(_loop(atomic=True))
