@@ -166,6 +166,7 @@ class LoopLowering:
         self.status = self.ctx.symbol("sk_error", k.STATUS)
         self.q = self.ctx.symbol("q", k.INDEX)  # the counter over a local array
         self.e = self.ctx.symbol("e", k.INDEX)  # the element
+        self.buffers: list[k.Buffer] = []  # the argument arrays
 
     def array(self, name: str, dtype: np.dtype, *, read_only: bool = False,
               key: str | None = None) -> k.Buffer:
@@ -177,7 +178,9 @@ class LoopLowering:
         base = self.ctx.symbol(name, dtype, pointer=True, properties=frozenset(props))
         rows = self.ctx.symbol(f"{name}_size", k.INDEX,
                                properties=frozenset({k.ShapeOf(key, 0)}))
-        return k.Buffer(key, np.dtype(dtype), base, (_sym(rows),), (_c(1),))
+        buf = k.Buffer(key, np.dtype(dtype), base, (_sym(rows),), (_c(1),))
+        self.buffers.append(buf)
+        return buf
 
     def local(self, key: str, dtype: np.dtype, size: int) -> tuple[k.Buffer, k.Stmt]:
         base = self.ctx.symbol(key, dtype, pointer=True)
@@ -291,7 +294,8 @@ class LoopLowering:
         order = [NBLOCKS, BLOCKS]
         for i in range(len(self.specs)):
             order += [f"a{i}", f"m{i}"]
-        return k.KernelFunction(self.name, free_parameters(body, order), body, (),
+        return k.KernelFunction(self.name, free_parameters(body, order), body,
+                                tuple(self.buffers),
                                 loop_doc(self.name, self.title, self.specs),
                                 self.returns_status, status=self.status)
 
