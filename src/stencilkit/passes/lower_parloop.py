@@ -234,9 +234,7 @@ class LoopLowering:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True,
                                   properties=frozenset({k.ReadOnly()}))
             return _Pieces(_sym(ptr), body=(k.Declare(ptr, _sym(a.base)),))
-        size = s.dim if s.kind in ("direct", "global") else \
-            s.local_size if s.kind == "mat" else s.local_shape[0] * s.dim if \
-            s.kind == "indirect" else s.dim
+        size = s.local_size  # dim; map arity x dim; the matrix block
         loc, decl = self.local(f"l{i}", s.dtype, size)
         q = _sym(self.q)
         value = self.load(loc, q)
