@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import stencilkit as sk
 from stencilkit.codegen import c as cgen
@@ -257,3 +262,70 @@ def test_own_platform_runs_a_parloop(serial, race):
 def test_base_platform_names_what_is_missing():
     with pytest.raises(NotImplementedError):
         Platform().lower(_loop(atomic=True))
+
+
+# ---------------------------------------------------------------- random argument structures
+
+_MODES = {"direct": ("READ", "WRITE", "RW", "INC", "MIN", "MAX"),
+          "indirect": ("READ", "WRITE", "RW", "INC", "MIN", "MAX"),
+          "entry": ("READ", "WRITE", "RW", "INC", "MIN", "MAX"),
+          "global": ("READ", "INC", "MIN", "MAX"), "mat": ("INC", "WRITE")}
+
+
+@st.composite
+def _arg_specs(draw) -> tuple[lpl.ArgSpec, ...]:
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(sorted(_MODES)))
+        mode = draw(st.sampled_from(_MODES[kind]))
+        dtype = np.dtype(draw(st.sampled_from([np.float64, np.float32, np.int32])))
+        dim, arity = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+        index = np.dtype(draw(st.sampled_from([np.int32, np.int64])))
+        if kind == "mat":
+            cols = draw(st.integers(1, 3))
+            out.append(lpl.ArgSpec(kind, mode, dtype, 1, (arity, cols), arity * cols))
+        elif kind == "indirect":
+            out.append(lpl.ArgSpec(kind, mode, dtype, dim, (arity, dim), arity, 0, index))
+        elif kind == "entry":
+            entry = draw(st.integers(0, arity - 1))
+            out.append(lpl.ArgSpec(kind, mode, dtype, dim, (dim,), arity, entry, index))
+        else:
+            out.append(lpl.ArgSpec(kind, mode, dtype, dim, (dim,)))
+    return tuple(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(specs=_arg_specs(), atomic=st.booleans(), status=st.booleans())
+def test_loop_lowering_follows_the_arguments(specs, atomic, status):
+    kf = lpl.LoopLowering("sk_parloop_r", "r", "sk_r_kernel", specs, atomic, status).lower()
+    scattered = [i for i, s in enumerate(specs) if s.writes_shared
+                 and s.mode in ("INC", "WRITE", "RW")]
+    expect = sorted(f"a{i}" for i in scattered) if atomic else []
+    assert sorted(a.buffer.name for a in _nodes(kf, k.AtomicUpdate)) == expect
+    (loop,) = [n for n in _nodes(kf, k.Loop) if n.parallel is not None]
+    assert [r.buffer.name for r in loop.parallel.reductions] == [
+        f"r{i}" for i, s in enumerate(specs) if s.kind == "global" and s.mode != "READ"]
+    (call,) = _nodes(kf, k.Call)
+    assert len(call.args) == len(specs)
+    names = ["nblocks", "blocks"]
+    for i, s in enumerate(specs):
+        names += [f"a{i}"] + ([f"m{i}"] if s.kind in ("indirect", "entry", "mat") else [])
+    assert [p.name for p in kf.params] == names
+    assert len(_nodes(kf, k.SetError)) == int(status)
+    lowered = C_PLATFORM.lower(kf)
+    assert not [n for s in lowered.body for n in walk(s) if isinstance(n, k.ABSTRACT)]
+    cgen.kernel_source(lowered)  # prints: every node is concrete
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_printed_loop_compiles(tmp_path, atomic):
+    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    source, _ = cgen.kernel_source(C_PLATFORM.lower(_loop(atomic=atomic)))
+    stub = "int sk_t_kernel(double *, const double *, double *, double *, double *, double *);\n"
+    path = tmp_path / "loop.c"
+    path.write_text(stub + source)
+    done = subprocess.run([cc, "-std=gnu11", "-fopenmp", "-fsyntax-only", "-Wall", "-Werror",
+                           str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
