@@ -7,12 +7,15 @@ map buffers, atomic updates, reductions and the error channel. It comes in two l
 - *Abstract* nodes say what is meant, not how a language says it: ``Loop.parallel`` (a
   ``Parallel``: schedule, reductions, a run-in-parallel-only-if condition, or a loop shared
   among the threads of an enclosing ``ParallelRegion``), ``Loop.vectorize``,
-  ``AtomicUpdate``, ``SetError`` (the error channel), ``MathCall`` (an IR math function).
-  The lowerings in ``passes/`` produce only these (plus the common nodes).
+  ``ParallelRegion``, ``AtomicUpdate``, ``SetError`` (the error channel), ``MathCall`` (an
+  IR math function). Lowerings (``passes/lower_*``) produce these and the common nodes
+  (loops, branches, declarations, local arrays, loads, stores, ``Address``, ``Call``,
+  ``Evaluate``, ``Op``, ``Convert``, ``Literal``, ...), never concrete ones.
 - *Concrete* nodes are what a language has: ``Pragma``, ``Block``, ``Return``, ``CCall``
-  (a named function of the target language), ``Literal``. A platform
-  (``passes/platforms``) rewrites every abstract node into concrete ones; printers print
-  only platform-lowered IR (they refuse abstract nodes).
+  (a named function of the target language). A platform (``passes/platforms``) rewrites
+  every abstract node (``ABSTRACT``, and ``Loop.parallel``/``vectorize``) into concrete
+  and common ones, and adds the status' declaration and return; printers print only
+  platform-lowered IR (they refuse abstract nodes).
 
 Invariants:
 - Symbols are created only through a ``KernelContext``, which keeps names unique; a symbol
@@ -28,9 +31,9 @@ Invariants:
   constants, all of one index type (int64).
 - ``Constant`` values are stored exactly as NumPy scalars of their dtype.
 - ``MathCall`` names an IR math function; the platform picks the implementation (``sqrt``
-  vs ``sqrtf`` vs ``csqrt``, or a runtime helper). ``CCall`` is a function of the target
-  language, ``Call`` one of the generated (or user-supplied) kernel functions, ``Literal``
-  text printed verbatim (assumed pure and constant).
+  vs ``sqrtf`` vs ``csqrt``, or a runtime helper ``Op``). ``CCall`` is a function of the
+  target language, ``Call`` one of the generated (or user-supplied) kernel functions of the
+  same source, ``Literal`` text printed verbatim (assumed pure and constant).
 - Every expression has a dtype; operands of ``Op`` already have the operator's operand type.
 - The error channel is the kernel's status: ``SetError(code)`` records one of the
   ``STATUS_*`` codes (any thread may set it; the last write wins); the kernel returns it.
