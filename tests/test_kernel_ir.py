@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stencilkit as sk
+from stencilkit import registry
 from stencilkit.codegen import c as cgen
 from stencilkit.codegen.kernel_text import kernel_ir_text
 from stencilkit.ir import kernel as k
@@ -145,9 +145,7 @@ class SerialC(Platform):
     reduction accumulates in place, and an atomic update is a plain one)."""
 
     name = "serial-c"
-
-    def __init__(self) -> None:
-        self.used: set[str] = set()
+    used: set[str] = set()  # the hooks called, over every instance (the test's record)
 
     def parallel_loop(self, loop, kf):
         self.used.add("parallel_loop")
@@ -180,12 +178,16 @@ class SerialC(Platform):
 
 
 @pytest.fixture
-def serial(monkeypatch):
-    """Build every kind with ``SerialC`` (each build function names its platform)."""
-    platform = SerialC()
-    for mod in ("stencilkit.stencil", "stencilkit.codegen.c_computation", "stencilkit.loop"):
-        monkeypatch.setattr(importlib.import_module(mod), "C_PLATFORM", platform)
-    return platform
+def serial(monkeypatch) -> str:
+    """A backend "serial_c": the C backend with ``SerialC`` as its platform."""
+    c = registry.REGISTRY["c"]
+    if not c.available:
+        pytest.skip(f"backend c: {c.probe()}")
+    pieces = dataclasses.replace(c.pieces, platform=f"{__name__}:SerialC")
+    twin = dataclasses.replace(c, name="serial_c", gt4py_names=(), pieces=pieces)
+    monkeypatch.setitem(registry.REGISTRY, twin.name, twin)
+    SerialC.used.clear()
+    return twin.name
 
 
 def _no_openmp(code: str) -> None:
@@ -195,7 +197,7 @@ def _no_openmp(code: str) -> None:
 
 
 def test_own_platform_runs_a_point_kernel(serial):
-    @sk.stencil(backend="c", neighborhood=((-1, 1), (-1, 1)))
+    @sk.stencil(backend=serial, neighborhood=((-1, 1), (-1, 1)))
     def smooth(a, n):
         s = 0.0
         for i in range(-1, 2, n):
@@ -212,19 +214,19 @@ def test_own_platform_runs_a_point_kernel(serial):
     with pytest.raises(sk.StencilError):  # range() step 0: the error channel, serially
         smooth(a, 0)
     _no_openmp(smooth.generate(a, 1))
-    assert {"parallel_loop", "set_error", "math_call"} <= serial.used
+    assert {"parallel_loop", "set_error", "math_call"} <= SerialC.used
 
 
 def test_own_platform_runs_a_plane_by_plane_computation(serial):
-    st = sk.stencil(planes, backend="c")
+    st = sk.stencil(planes, backend=serial)
     assert "executed by planes" in st.ir
     rng = np.random.default_rng(2)
     a, q = rng.random((5, 4, 6)), np.zeros((5, 4, 6))
     expect = ref_planes(a, q)
     st(a, q, origin=(1, 0, 0), domain=(3, 4, 6))
     np.testing.assert_allclose(q, expect, rtol=1e-12)
-    _no_openmp(st.generate(backend="c"))
-    assert {"parallel_loop", "parallel_region"} <= serial.used
+    _no_openmp(st.generate(backend=serial))
+    assert {"parallel_loop", "parallel_region"} <= SerialC.used
 
 
 @pytest.mark.parametrize("race", ["atomic", "color"])
@@ -245,7 +247,7 @@ def test_own_platform_runs_a_parloop(serial, race):
         top[0] = max(top[0], s)
 
     sk.par_loop(spread, cells, acc(sk.INC, c2n), x(sk.READ, c2n), total(sk.INC),
-                top(sk.MAX), backend="c", race=race)
+                top(sk.MAX), backend=serial, race=race)
     s = x.data[tri].sum(axis=1)
     expect = np.zeros(n_nodes)
     np.add.at(expect, tri, s[:, None].repeat(3, axis=1))
@@ -253,10 +255,10 @@ def test_own_platform_runs_a_parloop(serial, race):
     np.testing.assert_allclose(total.data, [s.sum()], rtol=1e-12)
     np.testing.assert_allclose(top.data, [s.max()])
     loop = sk.ParLoop(spread, cells, acc(sk.INC, c2n), x(sk.READ, c2n), total(sk.INC),
-                      top(sk.MAX), backend="c", race=race)
+                      top(sk.MAX), backend=serial, race=race)
     _no_openmp(loop.generate())
     if race == "atomic":
-        assert "atomic_update" in serial.used
+        assert "atomic_update" in SerialC.used
 
 
 def test_base_platform_names_what_is_missing():

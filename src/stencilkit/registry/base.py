@@ -167,7 +167,7 @@ class Backend:
     def platform(self) -> Platform:
         """The platform this backend lowers kernel IR with (``passes/platforms``)."""
         assert self.pieces is not None and self.pieces.platform is not None, self.name
-        return load(self.pieces.platform)  # type: ignore[return-value]
+        return load(self.pieces.platform)()  # type: ignore[operator]
 
     def launcher(self, kind: str) -> object:
         """The launcher this backend declares for ``kind`` (imported on first use)."""

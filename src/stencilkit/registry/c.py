@@ -162,7 +162,7 @@ BACKEND = CBackend(
     ),
     pieces=Pieces(
         # OpenMP pragmas, libm per dtype, the status as a returned int
-        platform="stencilkit.passes.platforms.c:C_PLATFORM",
+        platform="stencilkit.passes.platforms.c:CPlatform",
         printer=PerKind(point="stencilkit.codegen.c:CPrinter",
                         computation="stencilkit.codegen.c:CPrinter",
                         parloop="stencilkit.codegen.c:translation_unit"),
