@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 from . import gtscript, registry  # noqa: E402
 from .build import cache  # noqa: E402
 from .config import configure  # noqa: E402
+from .distributed import Decomposition, DistributedArray  # noqa: E402
 from .errors import (  # noqa: E402
     AccessRuleError,
     ArgumentError,
@@ -110,5 +111,5 @@ __all__ = [
     "tanh", "trunc",
     "INC", "MAX", "MIN", "READ", "RW", "WRITE", "Dat", "Global", "Kernel", "Map", "Mat", "Set",
     "Sparsity", "kernel", "ParLoop", "flush", "par_loop", "export",
-    "as_storage", "empty", "full", "ones", "zeros",
+    "as_storage", "empty", "full", "ones", "zeros", "Decomposition", "DistributedArray",
 ]

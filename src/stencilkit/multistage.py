@@ -17,6 +17,7 @@ import numpy as np
 
 from . import registry
 from .analysis import schedule as sch
+from .distributed.array import involved
 from .errors import ArgumentError, StencilError
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
@@ -114,6 +115,11 @@ class ComputationStencil:
     def __call__(self, /, *args: object, origin: object = None, domain: object = None,
                  validate_args: bool = True, exec_info: dict | None = None,
                  **kwargs: object) -> None:
+        if involved(args, kwargs.values()):  # MPI: halo exchange, then this call per rank
+            from .distributed import computation
+
+            return computation.call(self, args, kwargs, origin, domain, validate_args,
+                                    exec_info)
         if exec_info is not None:
             if not isinstance(exec_info, dict):
                 raise ArgumentError(f"exec_info must be a dict, got {type(exec_info).__name__}",

@@ -15,6 +15,7 @@ import numpy as np
 from . import dtypes, integrations, registry
 from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
+from .distributed.array import involved
 from .errors import ArgumentError, Location, StencilError, StencilSyntaxError, StencilTypeError
 from .frontend.computation import is_computation
 from .frontend.point_kernel import parse_point_kernel
@@ -159,6 +160,10 @@ class PointStencil:
         return call(args, out)
 
     def _first_call(self, args: tuple[object, ...], out: object):
+        if involved(args, (out,)):  # MPI: DistributedArrays never reach the signature cache
+            from .distributed import point
+
+            return point.call(self, args, out)
         if integrations.any_foreign(args) or integrations.is_foreign(out):
             return integrations.point_call(self, args, out)  # dask arrays, xarray objects
         if out is not None and not isinstance(out, np.ndarray):

@@ -1,0 +1,9 @@
+"""MPI scale-out (API.md section 8): decompositions, distributed arrays, halo exchange.
+
+mpi4py is imported only when a :class:`Decomposition` is created or used.
+"""
+
+from .array import DistributedArray
+from .decomposition import Decomposition
+
+__all__ = ["Decomposition", "DistributedArray"]
