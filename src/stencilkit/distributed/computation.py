@@ -72,6 +72,9 @@ class Local:
     domain: tuple[int, int, int]
     exchanges: tuple[tuple[Decomposition, tuple[DistributedArray, ...],
                            tuple[halo.Need, ...]], ...]
+    # fields written beyond the domain: what to send back to the owners after the run
+    write_backs: tuple[tuple[Decomposition, DistributedArray, halo.Need,
+                             dict[tuple[int, ...], np.ndarray]], ...] = ()
 
 
 def call(st, args: tuple, kwargs: dict, origin: object, domain: object,
@@ -94,8 +97,11 @@ def call(st, args: tuple, kwargs: dict, origin: object, domain: object,
     elif exec_info is not None:  # nothing of the domain here: no run
         exec_info.update(call_start_time=start, run_start_time=start, run_end_time=start,
                          call_end_time=start, domain=local.domain, origin=local.origins)
+    start = time.perf_counter()
+    for d, array, need, masks in local.write_backs:
+        d.exchanger.run_back([array], [need], [masks])
     if exec_info is not None:
-        exec_info["halo_exchange_time"] = exchanged
+        exec_info["halo_exchange_time"] = exchanged + time.perf_counter() - start
 
 
 def _error(st, message: str, hint: str) -> ArgumentError:
@@ -121,7 +127,6 @@ def _plan(st, args: tuple, kwargs: dict, origin: object, domain: object,
         st._check_fields(local_arrays)
     else:
         st._check_arrays(local_arrays)
-    origins, dom = _global_geometry(st, plan, fields, axes, origin, domain)
     fp = footprint(plan.definition)
     exchanges: dict[int, tuple[Decomposition, list, list]] = {}
     for f in defn.fields:
@@ -129,20 +134,23 @@ def _plan(st, args: tuple, kwargs: dict, origin: object, domain: object,
         if type(a) is not DistributedArray:
             continue
         ext = fp.reads.get(f.name, sch.ZERO)
-        box = {"I": (-ext[0], ext[1]), "J": (-ext[2], ext[3])}
-        widths = [box.get(x, (0, 0)) for x in f.axes] + [(0, 0)] * len(f.data_dims)
-        need = halo.from_box(a.decomposition, widths, f.name in fp.corners)
-        halo.check_blocks(a.decomposition, [(f.name, need)], st.__name__)
+        need = halo.from_box(a.decomposition, _widths(f, ext), f.name in fp.corners)
+        written = halo.from_box(a.decomposition, _widths(f, fp.writes.get(f.name, sch.ZERO)),
+                                True)
+        halo.check_blocks(a.decomposition, [(f.name, need), (f.name, written)], st.__name__)
         if not need.empty:
             group = exchanges.setdefault(id(a.decomposition), (a.decomposition, [], []))
             group[1].append(a)
             group[2].append(need)
+    origins, dom = _global_geometry(st, plan, fields, axes, origin, domain)
     _check_extended_writes(st, defn, fp, fields, axes, origins, dom)
+    write_backs = _write_backs(st, defn, fp, fields, axes, origins, dom)
     local_origins, local_dom = _local_geometry(defn, fields, axes, origins, dom)
     local_values = dict(values)
     local_values.update(local_arrays)
     return Local(local_values, local_origins, local_dom,
-                 tuple((d, tuple(a), tuple(n)) for d, a, n in exchanges.values()))
+                 tuple((d, tuple(a), tuple(n)) for d, a, n in exchanges.values()),
+                 tuple(write_backs))
 
 
 def _axis_layout(st, defn: c.ComputationDef, fields: dict[str, object]
@@ -265,13 +273,14 @@ def _global_geometry(st, plan, fields, axes, origin, domain):
 
 
 def _check_extended_writes(st, defn, fp: Footprint, fields, axes, origins, dom) -> None:
-    """A field written on an extended domain (read at an offset later in the call) is
-    written outside the domain; each owned point so written must be computed by its owner,
-    which fails only where an edge of the domain falls on a block boundary."""
+    """Along a periodic axis, a field written on an extended domain (read at an offset later
+    in the call) may hold owned points that only a rank across the periodic boundary
+    computed; that is refused (non-periodic axes send such points back: _write_backs)."""
     for name, ext in fp.writes.items():
         f = defn.field(name)
         for x, lo, hi in (("I", -ext[0], ext[1]), ("J", -ext[2], ext[3])):
-            if (lo == 0 and hi == 0) or x not in f.axes or axes[x][1] == 1:
+            if (lo == 0 and hi == 0) or x not in f.axes or axes[x][1] == 1 \
+                    or not axes[x][2]:
                 continue
             n, ranks = axes[x][0], axes[x][1]
             o, size = origins[name]["IJK".index(x)], dom["IJK".index(x)]
@@ -314,3 +323,87 @@ def _local_geometry(defn, fields, axes, origins, dom):
                 o[a] = dec.halo[i] + o[a] + ranges[a][0] - dec.bounds[i][0]
         local_origins[f.name] = tuple(o)
     return local_origins, tuple(max(0, p1 - p0) for p0, p1 in ranges)
+
+
+def _widths(f: c.FieldDecl, ext: c.Extent) -> list[tuple[int, int]]:
+    """Per axis of the field's array, the (before, after) widths of an extent."""
+    box = {"I": (-ext[0], ext[1]), "J": (-ext[2], ext[3])}
+    return [box.get(x, (0, 0)) for x in f.axes] + [(0, 0)] * len(f.data_dims)
+
+
+def _computed(axes, o: tuple[int, ...], dom, ext: c.Extent, coords: dict[str, int]
+              ) -> dict[str, tuple[int, int]] | None:
+    """The global [start, stop) per split axis that the block at ``coords`` writes a field
+    written on ``ext`` (None: it computes nothing)."""
+    from .decomposition import split
+
+    out = {}
+    for a, x in enumerate("IJ"):
+        if x not in axes:
+            continue
+        n, ranks = axes[x][0], axes[x][1]
+        s, e = split(n, ranks, coords[x])
+        l0, l1 = max(o[a], s), min(o[a] + dom[a], e)
+        if l1 <= l0:
+            return None
+        out[x] = (l0 + ext[2 * a], l1 + ext[2 * a + 1])
+    return out
+
+
+def _write_backs(st, defn, fp: Footprint, fields, axes, origins, dom) -> list:
+    """For each field written beyond the domain along a non-periodic split axis: the points
+    this rank owns there but did not compute come back from the neighbour that did (the one
+    owning the domain's edge: blocks are at least as thick as the extension)."""
+    out = []
+    for name, ext in fp.writes.items():
+        a, f = fields[name], defn.field(name)
+        if type(a) is not DistributedArray:
+            continue
+        dec = a.decomposition
+        widths = [(lo, hi) if x in "IJ" and dec.dims[i] > 1 and not dec.periodic[i] else (0, 0)
+                  for i, (x, (lo, hi)) in enumerate(zip(f.axes, _widths(f, ext)))]
+        widths += [(0, 0)] * len(f.data_dims)
+        if not any(lo or hi for lo, hi in widths):
+            continue
+        need = halo.from_box(dec, widths, True)
+        o = origins[name]
+        coords = {x: dec.coords[i] for i, x in enumerate(f.axes) if x in "IJ"}
+        mine = _computed(axes, o, dom, ext, coords)
+        masks = {}
+        for d in need.directions:
+            src = {x: coords[x] - d[i] for i, x in enumerate(f.axes) if x in "IJ"}
+            if any(not 0 <= src[x] < axes[x][1] for x in src):
+                continue
+            theirs = _computed(axes, o, dom, ext, src)
+            if theirs is None:
+                continue
+            parts = []
+            for i, x in enumerate(f.axes):
+                s0, e0 = dec.bounds[i]
+                lo, hi = widths[i]
+                g = np.arange(*((s0, e0) if d[i] == 0 else (e0 - lo, e0) if d[i] < 0
+                                else (s0, s0 + hi)))
+                a_ = "IJK".index(x)
+                w0, w1 = o[a_] + (ext[2 * a_] if x != "K" else 0), \
+                    o[a_] + dom[a_] + (ext[2 * a_ + 1] if x != "K" else 0)
+                in_w = (g >= w0) & (g < w1)
+                if x == "K":
+                    parts.append((in_w, in_w, in_w))
+                    continue
+                m0, m1 = mine[x] if mine is not None else (0, 0)
+                t0, t1 = theirs[x]
+                parts.append((in_w, (g >= m0) & (g < m1), (g >= t0) & (g < t1)))
+            shape = [len(p[0]) for p in parts]
+            def outer(k, parts=parts, shape=shape):
+                m = np.ones(shape, bool)
+                for i, p in enumerate(parts):
+                    m &= p[k].reshape([-1 if j == i else 1 for j in range(len(parts))])
+                return m
+            mask = outer(0) & ~(outer(1) if mine is not None else np.zeros(shape, bool)) \
+                & outer(2)
+            if f.data_dims:
+                mask = mask.reshape(mask.shape + (1,) * len(f.data_dims))
+            if mask.any():
+                masks[d] = mask
+        out.append((dec, a, need, masks))
+    return out

@@ -153,6 +153,42 @@ class Exchanger:
             buf = self._buffers[(key, shape, dtype)] = np.empty(shape, dtype)
         return buf
 
+    def run_back(self, arrays: list[DistributedArray], needs: list[Need],
+                 masks: list[dict[Direction, np.ndarray]]) -> None:
+        """The reverse of ``run``: each rank sends its halo region ``d`` to the neighbour at
+        ``d``, which keeps the received points where ``masks[k][d]`` is true (points it
+        owns but that only the sender computed). Collective like ``run``."""
+        from mpi4py import MPI
+
+        dec = self.dec
+        comm = dec.comm
+        stride = 3**dec.ndim
+        requests, unpack = [], []
+        for k, (a, need) in enumerate(zip(arrays, needs)):
+            for d in sorted(need.directions):
+                source = dec.neighbor(tuple(-c for c in d))
+                if source == MPI.PROC_NULL:
+                    continue
+                view = a.data[_region(dec, d, need, True)]
+                buf = self._buffer(("br", k, d), view.shape, a.dtype)
+                requests.append(comm.Irecv([buf, MPI.BYTE], source=source,
+                                           tag=k * stride + _code(d)))
+                unpack.append((view, buf, masks[k].get(d)))
+        for k, (a, need) in enumerate(zip(arrays, needs)):
+            for d in sorted(need.directions):
+                dest = dec.neighbor(d)
+                if dest == MPI.PROC_NULL:
+                    continue
+                view = a.data[_region(dec, d, need, False)]
+                buf = self._buffer(("bs", k, d), view.shape, a.dtype)
+                np.copyto(buf, view)
+                requests.append(comm.Isend([buf, MPI.BYTE], dest=dest,
+                                           tag=k * stride + _code(d)))
+        MPI.Request.Waitall(requests)
+        for view, buf, mask in unpack:
+            if mask is not None:
+                np.copyto(view, buf, where=mask)
+
     def run(self, arrays: list[DistributedArray], needs: list[Need]) -> None:
         from mpi4py import MPI
 
