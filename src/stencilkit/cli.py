@@ -88,7 +88,8 @@ def demo(args: argparse.Namespace) -> int:
     if args.mpi:
         from .distributed.demo import demo_mpi
 
-        return demo_mpi(args, _heat_step(), _initial_state, _check_output, _write_picture)
+        return demo_mpi(args, _heat_step(), _initial_state, _check_output, _write_picture,
+                        UsageError)
     out = Path(args.output)
     _check_output(out)
     n, steps = args.size, args.steps

@@ -18,11 +18,11 @@ import numpy as np
 
 def demo_mpi(args: argparse.Namespace, heat, initial_state: Callable[[int], np.ndarray],
              check_output: Callable[[Path], None],
-             write_picture: Callable[[np.ndarray, Path, str], None]) -> int:
+             write_picture: Callable[[np.ndarray, Path, str], None],
+             usage_error: type[Exception]) -> int:
     from tqdm import tqdm
 
     from .. import registry
-    from ..cli import UsageError
     from .decomposition import Decomposition, _mpi
 
     comm = _mpi().COMM_WORLD
@@ -32,12 +32,12 @@ def demo_mpi(args: argparse.Namespace, heat, initial_state: Callable[[int], np.n
     if root:
         try:
             check_output(out)
-        except UsageError as exc:
+        except usage_error as exc:
             problem = str(exc)
     problem = comm.bcast(problem)
     if problem:
         if root:
-            raise UsageError(problem)
+            raise usage_error(problem)
         return 2
     n, steps = args.size, args.steps
     dec = Decomposition(comm, (n, n), halo=1)
