@@ -14,6 +14,7 @@ Periodic axes are compared with the call on ``np.pad(global, mode="wrap")`` crop
 from __future__ import annotations
 
 import importlib.util
+import os
 import tempfile
 import uuid
 from pathlib import Path
@@ -35,6 +36,7 @@ from . import computations as C  # noqa: E402
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 BACKENDS = [b for b in ("numpy", "c") if sk.registry.REGISTRY[b].probe() is None]
+EXAMPLES = min(20, int(os.environ.get("STENCILKIT_HYPOTHESIS_EXAMPLES", "20")))
 
 
 def same_on_root(got: np.ndarray | None, ref: np.ndarray | None, what: str = "") -> None:
@@ -164,8 +166,9 @@ def _point_run(name: str, backend: str, dims, periodic, with_out: bool) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(POINT_CASES))
 def test_point_kernel_matches_one_process(backend, name):
+    """Every split on NumPy; the default split on C (the same plan, another kernel)."""
     ndim = len(POINT_CASES[name][2])
-    for dims in dims_choices(ndim):
+    for dims in dims_choices(ndim) if backend == "numpy" else [None]:
         for with_out in (False, True):
             _point_run(name, backend, dims, False, with_out)
 
@@ -173,13 +176,13 @@ def test_point_kernel_matches_one_process(backend, name):
 @pytest.mark.parametrize("name", sorted(POINT_CASES))
 def test_point_kernel_periodic_axes(name):
     ndim = len(POINT_CASES[name][2])
-    flags = [(True,) * ndim] + [tuple(i == a for i in range(ndim)) for a in range(ndim)]
+    flags = [(True,) * ndim, tuple(i == 0 for i in range(ndim))]
     for periodic in flags:
         for dims in dims_choices(ndim)[:2]:
             _point_run(name, BACKENDS[-1], dims, periodic, with_out=False)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None)
 @given(st.data())
 def test_point_kernels_random_geometry(data):
     """Random shapes (uneven splits), splits, halos, periodic flags and kernels; the same
@@ -296,7 +299,7 @@ def _check_computation(st_, dec, nfields, scalars, origin, domain, what, periodi
 def test_computation_matches_one_process(backend, name):
     _, _, nfields, scalars, origin, domain = COMPUTATIONS[name]
     st_ = _computation(name, backend)
-    for dims in [None, (SIZE, 1, 1), (1, SIZE, 1)]:
+    for dims in [None, (SIZE, 1, 1), (1, SIZE, 1)] if backend == "numpy" else [None]:
         dec = sk.Decomposition(COMM, SHAPE3, halo=3, dims=dims)
         for o, d in ((None, None), (origin, domain)):
             _check_computation(st_, dec, nfields, scalars, o, d,

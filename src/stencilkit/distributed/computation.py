@@ -16,6 +16,7 @@ whole axis, and reads beyond the ends wrap.
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,41 +66,51 @@ def footprint(defn: c.ComputationDef) -> Footprint:
 
 @dataclass(frozen=True)
 class Local:
-    """One rank's share of a call."""
+    """One rank's share of a call with one geometry (cached; the arrays come per call)."""
 
-    values: dict[str, object]
     origins: dict[str, tuple[int, int, int]]
     domain: tuple[int, int, int]
-    exchanges: tuple[tuple[Decomposition, tuple[DistributedArray, ...],
-                           tuple[halo.Need, ...]], ...]
+    # per decomposition: the fields to exchange and what each needs
+    exchanges: tuple[tuple[Decomposition, tuple[str, ...], tuple[halo.Need, ...]], ...]
     # fields written beyond the domain: what to send back to the owners after the run
-    write_backs: tuple[tuple[Decomposition, DistributedArray, halo.Need,
-                             dict[tuple[int, ...], np.ndarray]], ...] = ()
+    write_backs: tuple[tuple[Decomposition, str, halo.Need,
+                             dict[tuple[int, ...], np.ndarray]], ...]
+
+
+# per stencil: plans by (field decompositions by identity, dtypes, origin, domain, backend);
+# a plan keeps its decompositions alive, so their ids are not reused while it is cached
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MAX_PLANS = 64
 
 
 def call(st, args: tuple, kwargs: dict, origin: object, domain: object,
          validate_args: bool, exec_info: dict | None) -> None:
     dec = next(a.decomposition for a in (*args, *kwargs.values())
                if type(a) is DistributedArray)
+    local = values = None
     try:
-        local, error = _plan(st, args, kwargs, origin, domain, validate_args), None
+        values, local = _prepare(st, args, kwargs, origin, domain, validate_args)
+        error = None
     except StencilError as exc:
-        local, error = None, exc
-    halo.agree(dec, error)
-    assert local is not None
+        error = exc
+    halo.agree(dec, error)  # every call: a rank whose arguments differ is not left alone
+    assert local is not None and values is not None
     start = time.perf_counter()
-    for d, arrays, needs in local.exchanges:
-        d.exchanger.run(list(arrays), list(needs))
+    for d, names, needs in local.exchanges:
+        d.exchanger.run([values[n] for n in names], list(needs))
     exchanged = time.perf_counter() - start
     if min(local.domain) > 0:
-        st(**local.values, origin=local.origins, domain=local.domain,
+        defn = st.definition
+        run_values = dict(values)
+        run_values.update({f.name: _local_data(values[f.name], f) for f in defn.fields})
+        st(**run_values, origin=local.origins, domain=local.domain,
            validate_args=validate_args, exec_info=exec_info)
     elif exec_info is not None:  # nothing of the domain here: no run
         exec_info.update(call_start_time=start, run_start_time=start, run_end_time=start,
                          call_end_time=start, domain=local.domain, origin=local.origins)
     start = time.perf_counter()
-    for d, array, need, masks in local.write_backs:
-        d.exchanger.run_back([array], [need], [masks])
+    for d, name, need, masks in local.write_backs:
+        d.exchanger.run_back([values[name]], [need], [masks])
     if exec_info is not None:
         exec_info["halo_exchange_time"] = exchanged + time.perf_counter() - start
 
@@ -108,13 +119,47 @@ def _error(st, message: str, hint: str) -> ArgumentError:
     return ArgumentError(message, stencil=st.__name__, loc=st.definition.loc, hint=hint)
 
 
-def _plan(st, args: tuple, kwargs: dict, origin: object, domain: object,
-          validate: bool) -> Local:
+def _prepare(st, args: tuple, kwargs: dict, origin: object, domain: object,
+             validate: bool) -> tuple[dict[str, object], Local]:
+    """The bound arguments (checked every call) and the plan (cached per geometry)."""
     values = st._bind(args, kwargs)
     defn = st.definition
-    chosen = registry.resolve(st.backend, st.__name__)
-    plan = st.plans["numpy" if chosen == "numpy" else "c"]
     fields = {f.name: values[f.name] for f in defn.fields}
+    local_arrays = {n: _local_data(a, defn.field(n)) for n, a in fields.items()}
+    chosen = registry.resolve(st.backend, st.__name__)
+    try:
+        key = (chosen, tuple((id(a.decomposition), a.dtype) if type(a) is DistributedArray
+                             else (type(a), getattr(a, "shape", None))
+                             for a in fields.values()),
+               _hashable(origin), _hashable(domain))
+        hash(key)
+    except (TypeError, ValueError):
+        key = None  # a malformed origin/domain: the plan says what is wrong
+    plans = _plans.setdefault(st, {})
+    local = plans.get(key) if key is not None else None
+    if local is None:
+        local = _plan(st, chosen, fields, local_arrays, origin, domain)
+        if key is not None:
+            if len(plans) >= _MAX_PLANS:
+                plans.clear()
+            plans[key] = local
+    if validate:
+        st._check_fields(local_arrays)
+    else:
+        st._check_arrays(local_arrays)
+    return values, local
+
+
+def _hashable(value: object) -> object:
+    if isinstance(value, dict):
+        return tuple(sorted((k, tuple(v)) for k, v in value.items()))
+    return None if value is None else tuple(value)  # type: ignore[arg-type]
+
+
+def _plan(st, chosen: str, fields: dict[str, object], local_arrays: dict[str, object],
+          origin: object, domain: object) -> Local:
+    defn = st.definition
+    plan = st.plans["numpy" if chosen == "numpy" else "c"]
     axes = _axis_layout(st, defn, fields)
     split = {x for x, (n, p, per, _) in axes.items() if p > 1}
     if split and any(isinstance(n, c.InRegion) for n in walk(plan.definition)):
@@ -122,11 +167,7 @@ def _plan(st, args: tuple, kwargs: dict, origin: object, domain: object,
                          f"split along {'/'.join(sorted(split))} cuts into pieces",
                      "run computations with horizontal regions on a decomposition that "
                      "splits neither I nor J (dims=(1, 1, 1)), or gather first")
-    local_arrays = {n: _local_data(a, defn.field(n)) for n, a in fields.items()}
-    if validate:
-        st._check_fields(local_arrays)
-    else:
-        st._check_arrays(local_arrays)
+    st._check_arrays(local_arrays)
     fp = footprint(plan.definition)
     exchanges: dict[int, tuple[Decomposition, list, list]] = {}
     for f in defn.fields:
@@ -140,16 +181,14 @@ def _plan(st, args: tuple, kwargs: dict, origin: object, domain: object,
         halo.check_blocks(a.decomposition, [(f.name, need), (f.name, written)], st.__name__)
         if not need.empty:
             group = exchanges.setdefault(id(a.decomposition), (a.decomposition, [], []))
-            group[1].append(a)
+            group[1].append(f.name)
             group[2].append(need)
     origins, dom = _global_geometry(st, plan, fields, axes, origin, domain)
     _check_extended_writes(st, defn, fp, fields, axes, origins, dom)
     write_backs = _write_backs(st, defn, fp, fields, axes, origins, dom)
     local_origins, local_dom = _local_geometry(defn, fields, axes, origins, dom)
-    local_values = dict(values)
-    local_values.update(local_arrays)
-    return Local(local_values, local_origins, local_dom,
-                 tuple((d, tuple(a), tuple(n)) for d, a, n in exchanges.values()),
+    return Local(local_origins, local_dom,
+                 tuple((d, tuple(n), tuple(x)) for d, n, x in exchanges.values()),
                  tuple(write_backs))
 
 
@@ -405,5 +444,5 @@ def _write_backs(st, defn, fp: Footprint, fields, axes, origins, dom) -> list:
                 mask = mask.reshape(mask.shape + (1,) * len(f.data_dims))
             if mask.any():
                 masks[d] = mask
-        out.append((dec, a, need, masks))
+        out.append((dec, name, need, masks))
     return out

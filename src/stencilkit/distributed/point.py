@@ -27,6 +27,7 @@ from .decomposition import Decomposition
 class PointPlan:
     """What a call with one argument signature exchanges and where it runs."""
 
+    decomposition: Decomposition
     exchanged: tuple[int, ...]  # positions of the arrays read at offsets beyond the block
     needs: tuple[halo.Need, ...]
     view: tuple[slice, ...]  # in data coordinates
@@ -44,13 +45,33 @@ def _first_distributed(args: tuple, out: object) -> Decomposition:
     raise AssertionError("no DistributedArray among the arguments")  # the hook checked
 
 
+# per stencil: plans by argument signature (decompositions by identity; each plan keeps its
+# decomposition alive, so an id is never reused while its plan is cached)
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MAX_PLANS = 64
+
+
+def _signature(args: tuple, out: object) -> tuple:
+    return tuple((id(a.decomposition), a.dtype) if type(a) is DistributedArray else
+                 (type(a), a.dtype, a.shape) if isinstance(a, np.ndarray) else type(a)
+                 for a in (*args, out))
+
+
 def call(st, args: tuple, out: object) -> DistributedArray:
     """``st(*args, out=out)`` where some argument is a DistributedArray."""
     dec = _first_distributed(args, out)
-    try:
-        plan, error = _plan(st, args, out, dec), None
-    except StencilError as exc:
-        plan, error = None, exc
+    plans = _plans.setdefault(st, {})
+    key = _signature(args, out)
+    plan, error = plans.get(key), None
+    if plan is None:
+        try:
+            plan = _plan(st, args, out, dec)
+            if len(plans) >= _MAX_PLANS:
+                plans.clear()
+            plans[key] = plan
+        except StencilError as exc:
+            error = exc
+    # every call, cached plan or not: a rank whose arguments differ must not be left alone
     halo.agree(dec, error)
     assert plan is not None
     dec.exchanger.run([args[i] for i in plan.exchanged], list(plan.needs))
@@ -110,7 +131,7 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
                 needs.append((i, need))
     view_need = halo.from_box(dec, _widths(border), False)
     halo.check_blocks(dec, [(kernel.params[0], view_need)], name)
-    return PointPlan(tuple(i for i, _ in needs), tuple(n for _, n in needs),
+    return PointPlan(dec, tuple(i for i, _ in needs), tuple(n for _, n in needs),
                      *_view(dec, border))
 
 
