@@ -88,7 +88,7 @@ def call(st, args: tuple, out: object) -> DistributedArray:
 def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
     name = st.__name__
     kernel, _ = st._parse()
-    mode = getattr(st, "func_or_mode", "constant")
+    mode = _border_mode(st)
     if mode != "constant":
         raise ArgumentError(f"border mode {mode!r} on DistributedArrays is not supported",
                             stencil=name, loc=kernel.loc,
@@ -133,6 +133,17 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
     halo.check_blocks(dec, [(kernel.params[0], view_need)], name)
     return PointPlan(dec, tuple(i for i, _ in needs), tuple(n for _, n in needs),
                      *_view(dec, border))
+
+
+def _border_mode(st) -> str:
+    """The kernel's border mode. Modes other than "constant" are being added to point
+    kernels elsewhere; whatever attribute ends up holding the mode, a distributed call must
+    not run such a kernel with constant-mode borders."""
+    for name in ("func_or_mode", "mode", "border_mode", "_mode"):
+        value = getattr(st, name, None)
+        if isinstance(value, str) and value != "constant":
+            return value
+    return "constant"
 
 
 def _widths(border) -> tuple[tuple[int, int], ...]:
