@@ -489,6 +489,15 @@ def test_mixed_decompositions_and_plain_arrays():
     kernel(a, a, 1.0)
 
 
+def test_other_border_modes_refused():
+    """Border modes other than "constant" are not on main yet; whatever attribute will hold
+    one, a distributed call refuses it rather than running constant-mode borders."""
+    kernel = sk.stencil(heat, backend="numpy")
+    kernel.func_or_mode = "reflect"
+    dec = sk.Decomposition(COMM, (12, 12), halo=1)
+    _refused(lambda: kernel(dec.zeros(), 0.1), "border mode 'reflect'")
+
+
 @pytest.mark.skipif(SIZE < 2, reason="needs two ranks")
 def test_error_on_one_rank_only_raises_everywhere():
     kernel = sk.stencil(two_arrays, backend="numpy")
