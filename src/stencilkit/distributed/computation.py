@@ -122,13 +122,13 @@ def _error(st, message: str, hint: str) -> ArgumentError:
 def _prepare(st, args: tuple, kwargs: dict, origin: object, domain: object,
              validate: bool) -> tuple[dict[str, object], Local]:
     """The bound arguments (checked every call) and the plan (cached per geometry)."""
-    values = st._bind(args, kwargs)
+    values = st._arguments.bind(args, kwargs)
     defn = st.definition
     fields = {f.name: values[f.name] for f in defn.fields}
     local_arrays = {n: _local_data(a, defn.field(n)) for n, a in fields.items()}
     chosen = registry.resolve(st.backend, st.__name__)
     try:
-        key = (chosen, tuple((id(a.decomposition), a.dtype) if type(a) is DistributedArray
+        key = (chosen.name, tuple((id(a.decomposition), a.dtype) if type(a) is DistributedArray
                              else (type(a), getattr(a, "shape", None))
                              for a in fields.values()),
                _hashable(origin), _hashable(domain))
@@ -144,9 +144,9 @@ def _prepare(st, args: tuple, kwargs: dict, origin: object, domain: object,
                 plans.clear()
             plans[key] = local
     if validate:
-        st._check_fields(local_arrays)
+        st._arguments.check_fields(local_arrays)
     else:
-        st._check_arrays(local_arrays)
+        st._arguments.check_arrays(local_arrays)
     return values, local
 
 
@@ -156,10 +156,10 @@ def _hashable(value: object) -> object:
     return None if value is None else tuple(value)  # type: ignore[arg-type]
 
 
-def _plan(st, chosen: str, fields: dict[str, object], local_arrays: dict[str, object],
+def _plan(st, chosen: registry.Backend, fields: dict[str, object], local_arrays: dict[str, object],
           origin: object, domain: object) -> Local:
     defn = st.definition
-    plan = st.plans["numpy" if chosen == "numpy" else "c"]
+    plan = st._plan(chosen)
     axes = _axis_layout(st, defn, fields)
     split = {x for x, (n, p, per, _) in axes.items() if p > 1}
     if split and any(isinstance(n, c.InRegion) for n in walk(plan.definition)):
@@ -167,7 +167,7 @@ def _plan(st, chosen: str, fields: dict[str, object], local_arrays: dict[str, ob
                          f"split along {'/'.join(sorted(split))} cuts into pieces",
                      "run computations with horizontal regions on a decomposition that "
                      "splits neither I nor J (dims=(1, 1, 1)), or gather first")
-    st._check_arrays(local_arrays)
+    st._arguments.check_arrays(local_arrays)
     fp = footprint(plan.definition)
     exchanges: dict[int, tuple[Decomposition, list, list]] = {}
     for f in defn.fields:

@@ -61,7 +61,7 @@ def demo_mpi(args: argparse.Namespace, heat, initial_state: Callable[[int], np.n
     g = dec.gather(u)
     if not root:
         return 0
-    backend = registry.resolve(heat.backend)
+    backend = registry.resolve(heat.backend).name
     print(f"backend: {backend}; {dec.size} MPI rank(s) as {dec.dims[0]}x{dec.dims[1]} blocks; "
           f"build or cache load: {built * 1e3:.1f} ms")
     if steps and elapsed > 0:
