@@ -145,6 +145,10 @@ def check(source: str, name: str, ndim: int, arrays: list[str], scalar: str | No
     for backend in sk.registry.implemented():
         if not sk.registry.REGISTRY[backend].available:
             continue
+        if backend == "numba" and seed % 4:
+            # a Numba compile per example costs seconds: a quarter of the examples (chosen
+            # by their seed) run on the numba backend, to keep the suite under budget
+            continue
         if isinstance(ref, Exception):
             # Numba rejects it: so must we, with a StencilError
             with pytest.raises(sk.StencilError):

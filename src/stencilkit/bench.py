@@ -90,6 +90,65 @@ def _jitted_stencil(nb, st, a, out) -> Callable[[], object]:
     return lambda: run(a, out)
 
 
+def _ours_in_njit(nb, st, a, out) -> Callable[[], object]:
+    """Our stencil called from inside an njit(parallel=True) function."""
+
+    @nb.njit(parallel=True)
+    def run(a, out):
+        st(a, out=out)
+
+    return lambda: run(a, out)
+
+
+def _numba_rows(fns: dict, nb, kernel, a, out) -> None:
+    """The rows of the "numba" backend: called from Python, and from njit(parallel=True)."""
+    import stencilkit as sk
+
+    if not sk.registry.REGISTRY["numba"].available:
+        return
+    ours = sk.stencil(kernel, backend="numba")
+    fns["stencilkit-numba"] = lambda: ours(a, out=out)
+    fns["stencilkit-in-njit-par"] = _ours_in_njit(nb, ours, a, out)
+
+
+def case_timeloop(n: int, steps: int, repeats: int) -> dict:
+    """A time loop of ``steps`` Jacobi sweeps inside one njit(parallel=True) function calling
+    our stencil, against the same loop calling numba.stencil, and against a Python loop
+    calling our C backend."""
+    import stencilkit as sk
+
+    def jacobi(a):
+        return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+    a0 = np.random.default_rng(0).random((n, n))
+    a, b = a0.copy(), a0.copy()
+    c = sk.stencil(jacobi, backend="c")
+
+    def c_loop():
+        x, y = a, b
+        for _ in range(steps):
+            c(x, out=y)
+            x, y = y, x
+
+    fns: dict[str, Callable[[], object]] = {"stencilkit-c-python-loop": c_loop}
+    nb = _numba()
+    if nb is not None:
+        def make(st):
+            @nb.njit(parallel=True)
+            def loop(x, y, steps):
+                for _ in range(steps):
+                    st(x, out=y)
+                    x, y = y, x
+                return x
+            return lambda: loop(a, b, steps)
+
+        fns["stencilkit-in-njit-par"] = make(c)
+        fns["numba.stencil-in-njit-par"] = make(nb.stencil(jacobi))
+    t = _median_times(fns, repeats)
+    return {"name": f"timeloop-{steps}", "size": f"{n}^2 float64", "bytes": 16 * steps * (n - 2) ** 2,
+            "seconds": t, "reference": "stencilkit-c-python-loop"}
+
+
 def case_jacobi2d(n: int, repeats: int) -> dict:
     import stencilkit as sk
 
@@ -118,6 +177,7 @@ def case_jacobi2d(n: int, repeats: int) -> dict:
 
         fns["numba.stencil"] = _jitted_stencil(nb, nbs, a, out)
         fns["numba-njit-parallel"] = lambda: loop(a, out)
+        _numba_rows(fns, nb, jacobi, a, out)
     t = _median_times(fns, repeats)
     return {"name": "jacobi2d", "size": f"{n}^2 float64", "bytes": 16 * (n - 2) ** 2,
             "seconds": t}
@@ -186,6 +246,7 @@ def case_lap3d(n: int, repeats: int) -> dict:
 
         fns["numba.stencil"] = _jitted_stencil(nb, nbs, a, out)
         fns["numba-njit-parallel"] = lambda: loop(a, out)
+        _numba_rows(fns, nb, lap, a, out)
     t = _median_times(fns, repeats)
     return {"name": f"lap3d-{n}", "size": f"{n}^3 float64", "bytes": 16 * (n - 2) ** 3,
             "seconds": t}
@@ -382,7 +443,7 @@ def _table(results: list[dict], bw: dict[str, float]) -> str:
              f"{'vs ours':>8}"
     lines += [header, "-" * len(header)]
     for r in results:
-        ours = r["seconds"].get("stencilkit-c")
+        ours = r["seconds"].get(r.get("reference", "stencilkit-c"))
         for impl, t in r["seconds"].items():
             gbs = r["bytes"] / t / 1e9 if r["bytes"] else None
             rate = f"{gbs:8.1f}" if gbs else " " * 8
@@ -422,14 +483,16 @@ def run(quick: bool = False, json_path: str | None = None, plot_path: str | None
     sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
              "stream": 1 << 21 if quick else 1 << 25,
              "dask_jacobi2d": 1024 if quick else 8192}
-    want = set(only or ["jacobi2d", "lap3d", "hdiff", "tridiag", "overhead", "parloop_inc",
-                        "compile", "dask_jacobi2d"])
+    want = set(only or ["jacobi2d", "lap3d", "timeloop", "hdiff", "tridiag", "overhead",
+                        "parloop_inc", "compile", "dask_jacobi2d"])
     bw = stream(sizes["stream"], repeats)
     results = []
     if "jacobi2d" in want:
         results.append(case_jacobi2d(sizes["jacobi2d"], repeats))
     if "lap3d" in want:
         results += [case_lap3d(n, repeats) for n in sizes["lap3d"]]
+    if "timeloop" in want:
+        results.append(case_timeloop(256 if quick else 2048, 100, repeats))
     if "hdiff" in want:
         results.append(case_hdiff(64 if quick else 256, 16 if quick else 80, repeats))
     if "tridiag" in want:

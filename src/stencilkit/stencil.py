@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 from types import FunctionType
+from typing import NamedTuple
 
 import numpy as np
 
 from . import dtypes, integrations, registry
 from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
+from .build import cache
 from .distributed.array import involved
 from .errors import ArgumentError, Location, StencilError, StencilSyntaxError, StencilTypeError
 from .frontend.computation import is_computation
@@ -265,6 +267,26 @@ class PointStencil:
         kernel, src = self._parse()
         name = self.__name__
         types = self._arg_types(args)
+        typed, out_dtype, cval, arrays, relative = self._typed_call(types, okey)
+        check_shapes(args, None, relative, name, kernel.loc)
+        chosen = registry.resolve(backend or self.backend, name)
+        chosen.require("point", name, (*(t.dtype for t in types), out_dtype))
+        layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
+                              for a in args),
+                        okey[2] if okey is not None else True)
+        source, entry = chosen.build_point(typed, layout, src, out_dtype, types)
+        pipeline.dump("code", f"{name} [{chosen.name}]", source)
+        self._last = (chosen.name, typed, source)
+        return chosen.launcher("point")(
+            entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
+            array_positions=arrays, relative_positions=relative, source=source)
+
+    def _typed_call(self, types: tuple[ArgType, ...], okey: tuple | None) -> TypedCall:
+        """What a call with arguments of ``types`` (and ``out`` of ``okey``: dtype, ndim,
+        unit stride) computes, checked as far as types decide: the typed kernel, the output
+        dtype, the converted cval, the positions of the arrays and of the relative ones."""
+        kernel, _ = self._parse()
+        name = self.__name__
         typed = pipeline.analyse(kernel, types, self.explicit_neighborhood)
         if self._neighborhood is None:
             self._neighborhood = typed.neighborhood.neighborhood
@@ -281,18 +303,39 @@ class PointStencil:
         arrays = tuple(i for i, t in enumerate(types) if t.is_array)
         relative = tuple(i for i, p in enumerate(kernel.params) if p in kernel.relative
                          and types[i].is_array)
-        check_shapes(args, None, relative, name, kernel.loc)
-        chosen = registry.resolve(backend or self.backend, name)
-        chosen.require("point", name, (*(t.dtype for t in types), out_dtype))
-        layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
-                              for a in args),
-                        okey[2] if okey is not None else True)
-        source, entry = chosen.build_point(typed, layout, src, out_dtype, types)
-        pipeline.dump("code", f"{name} [{chosen.name}]", source)
-        self._last = (chosen.name, typed, source)
-        return chosen.launcher("point")(
-            entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
-            array_positions=arrays, relative_positions=relative, source=source)
+        return TypedCall(typed, out_dtype, cval, arrays, relative)
+
+    def _numba_module(self, typed: pipeline.TypedPointKernel, out_dtype: np.dtype):
+        """The generated module of the "numba" backend for one typed call (what a call from
+        inside jitted code inlines, whatever the stencil's backend)."""
+        _, src = self._parse()
+        source, module = registry.REGISTRY["numba"].point_module(typed, src, out_dtype)
+        pipeline.dump("code", f"{self.__name__} [numba]", source)
+        return source, module
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A digest of the definition (the parsed IR, with the constants it captured) and the
+        options: what the stencil's Numba type is keyed by, so that a function compiled with
+        ``cache=True`` never runs a stencil whose definition has changed since."""
+        kernel, _ = self._parse()
+        text = "\n".join([d.format_point_kernel(kernel), repr(self.explicit_neighborhood),
+                          repr(self.cval), repr(type(self.cval)), repr(self.standard_indexing)])
+        return cache.key("point-definition", text)
+
+    @property
+    def _numba_type_(self):
+        """The Numba type of this stencil (read by ``numba.typeof``: numba is imported)."""
+        from .numba_calls import stencil_type
+
+        return stencil_type(self)
+
+    def __reduce__(self):
+        # Pickled by its function and options (Numba hashes the pickle of a closure's
+        # variables into its cache key), with the digest, so that a changed definition
+        # pickles differently.
+        return (_rebuild, (self.func, self.explicit_neighborhood, self.cval,
+                           self.standard_indexing, self.backend, self.digest))
 
     def _converted_cval(self, rt: np.dtype, out_dtype: np.dtype, kernel: d.PointKernel):
         cval = 0 if self.cval is None else self.cval
@@ -311,6 +354,21 @@ class PointStencil:
                                    hint="use a finite cval, or a float result")
         with np.errstate(all="ignore"):
             return np.array(cval).astype(out_dtype).item()
+
+
+class TypedCall(NamedTuple):
+    typed: pipeline.TypedPointKernel
+    out_dtype: np.dtype
+    cval: object
+    arrays: tuple[int, ...]
+    relative: tuple[int, ...]
+
+
+def _rebuild(func, neighborhood, cval, standard_indexing, backend, digest) -> PointStencil:
+    st = PointStencil(func, neighborhood=neighborhood, cval=cval,
+                      standard_indexing=standard_indexing, backend=backend)
+    functools.update_wrapper(st, func, updated=())
+    return st
 
 
 def stencil(func_or_mode: object = "constant", **options: object):

@@ -312,6 +312,15 @@ def _verified(entry: Path, k: str, artifact: str) -> Path | None:
         raise _Untrusted(exc.strerror or str(exc)) from None
 
 
+def verified_artifact(k: str, artifact: str) -> Path | None:
+    """The path of ``artifact`` in the entry for ``k`` if there is one that passes
+    verification (else None; an untrusted entry is left for the next build to replace)."""
+    try:
+        return _verified(entry_dir(k), k, artifact)
+    except _Untrusted:
+        return None
+
+
 def _discard(path: Path) -> None:
     """Remove ``path`` (an entry, a shard or staging directory), first moving it aside so that
     nobody sees half of it; a name that cannot be moved is removed in place."""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..codegen.numba import PARALLEL_MIN_WORK
 from ..errors import ArgumentError, Location
 from .numpy_support import RangeStepError
 
@@ -125,6 +126,36 @@ class NumpyPointCall(PointCall):
         return out
 
 
+class NumbaPointCall(PointCall):
+    """Runs one specialization through the Numba-compiled kernel of the "numba" backend
+    (``entry`` is the generated module: its ``parallel`` dispatcher, or ``serial`` below
+    ``MIN_WORK`` points); shapes, writability and overlap are checked in Python, the kernel
+    returns the error status."""
+
+    MIN_WORK = PARALLEL_MIN_WORK
+
+    __slots__ = ()
+
+    def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
+        # A Python int beyond int64 is a uint64 scalar (its specialization says so)
+        args = tuple(np.uint64(a) if type(a) is int and a >= 2**63 else a for a in args)
+        if out is None:
+            out = np.empty(args[0].shape, self.out_dtype)
+            fill = True
+        else:
+            if not out.flags.writeable:
+                raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
+                                    hint="pass a writable array as out=")
+            fill = self.has_cval
+            args = unaliased(args, out, self.array_positions)
+        check_shapes(args, out, self.relative_positions, self.name, self.loc)
+        run = self.entry.parallel if out.size >= self.MIN_WORK else self.entry.serial
+        status = run(*args, out, fill, self.cval)
+        if status:
+            raise status_error(status, self.name, self.loc)
+        return out
+
+
 def _misaligned(args: tuple, out: np.ndarray | None) -> bool:
     for a in (*args, out):
         if isinstance(a, np.ndarray) and (
@@ -162,11 +193,21 @@ def check_shapes(args: tuple, out: np.ndarray | None, relative: tuple[int, ...],
     for i in relative:
         a = args[i]
         if i and any(n < m for n, m in zip(a.shape, first)):
-            raise ArgumentError(
-                f"secondary stencil array (argument {i + 1}) of shape {a.shape} has some "
-                f"dimension smaller than the first argument's {first}", stencil=name, loc=loc,
-                hint="pass arrays at least as large as the first argument")
+            raise secondary_shape_error(i, a.shape, first, name, loc)
     if out is not None and out.shape != first:
-        raise ArgumentError(f"'out' has shape {out.shape} but the first argument has shape "
-                            f"{first}", stencil=name, loc=loc,
-                            hint="pass out= with the shape of the first argument")
+        raise out_shape_error(out.shape, first, name, loc)
+
+
+def secondary_shape_error(i: int, shape: tuple, first: tuple, name: str,
+                          loc: Location | None) -> ArgumentError:
+    return ArgumentError(
+        f"secondary stencil array (argument {i + 1}) of shape {tuple(shape)} has some "
+        f"dimension smaller than the first argument's {tuple(first)}", stencil=name, loc=loc,
+        hint="pass arrays at least as large as the first argument")
+
+
+def out_shape_error(shape: tuple, first: tuple, name: str, loc: Location | None
+                    ) -> ArgumentError:
+    return ArgumentError(f"'out' has shape {tuple(shape)} but the first argument has shape "
+                         f"{tuple(first)}", stencil=name, loc=loc,
+                         hint="pass out= with the shape of the first argument")
