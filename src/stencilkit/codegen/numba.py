@@ -233,6 +233,10 @@ class NumbaPrinter:
                 return self.loop(s, indent)
             case k.Section(title=title, body=body):
                 return [f"{indent}# --- {title} ---", *self.stmts(body, indent)]
+            case _ if type(s).__name__ == "SetError":
+                # the error channel node of the one-kernel-IR refactor (issue 10)
+                self.uses_status = True
+                return [f"{indent}{self.status}[0] = {int(s.code)}"]  # type: ignore[attr-defined]
         raise TypeError(f"cannot print {s!r}")
 
     def value(self, v: k.Expr, t: np.dtype) -> str:
