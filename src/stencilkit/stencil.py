@@ -330,13 +330,6 @@ class PointStencil:
 
         return stencil_type(self)
 
-    def __reduce__(self):
-        # Pickled by its function and options (Numba hashes the pickle of a closure's
-        # variables into its cache key), with the digest, so that a changed definition
-        # pickles differently.
-        return (_rebuild, (self.func, self.explicit_neighborhood, self.cval,
-                           self.standard_indexing, self.backend, self.digest))
-
     def _converted_cval(self, rt: np.dtype, out_dtype: np.dtype, kernel: d.PointKernel):
         cval = 0 if self.cval is None else self.cval
         if isinstance(cval, int) and not -_I64 <= cval < 2**64:
@@ -362,13 +355,6 @@ class TypedCall(NamedTuple):
     cval: object
     arrays: tuple[int, ...]
     relative: tuple[int, ...]
-
-
-def _rebuild(func, neighborhood, cval, standard_indexing, backend, digest) -> PointStencil:
-    st = PointStencil(func, neighborhood=neighborhood, cval=cval,
-                      standard_indexing=standard_indexing, backend=backend)
-    functools.update_wrapper(st, func, updated=())
-    return st
 
 
 def stencil(func_or_mode: object = "constant", **options: object):
