@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from .c import PARALLEL_MIN_WORK
+from ..passes.lower_point import PARALLEL_MIN_WORK
 from .numba_helpers import guarded_conversion, helper_name, helper_source, numpy_type
 
 # Python operator precedence: higher binds tighter. Comparisons do not associate (Python
