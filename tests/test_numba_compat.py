@@ -227,4 +227,4 @@ def test_unknown_option_and_mode():
     with pytest.raises(ValueError, match="unknown stencil option"):
         sk.stencil(K.centre, foo=1)
     with pytest.raises(ValueError, match="mode"):
-        sk.stencil("reflect")
+        sk.stencil("periodic")  # border modes are tested in test_border_modes.py

@@ -8,6 +8,7 @@ signature up and go straight to the compiled entry (``runtime.launch.PointCall``
 from __future__ import annotations
 
 import functools
+import sys
 from types import FunctionType
 from typing import NamedTuple
 
@@ -24,7 +25,7 @@ from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
 from .ir import definition as d
 from .passes import pipeline
-from .passes.lower_point import Layout
+from .passes.lower_point import MODES, Layout
 from .runtime.launch import PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
@@ -83,6 +84,14 @@ def _checked_neighborhood(neighborhood: object, func: object) -> Neighborhood | 
     return out
 
 
+def _caller_location() -> Location | None:
+    """Where the user called ``stencil(...)`` (the first frame outside this module)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return None if frame is None else Location(frame.f_code.co_filename, frame.f_lineno, 1)
+
+
 #: Offsets beyond this can never meet an array (and would overflow 64-bit index arithmetic).
 _MAX_OFFSET = 2**40
 
@@ -92,7 +101,7 @@ class PointStencil:
 
     def __init__(self, func: FunctionType, *, neighborhood: Neighborhood | None = None,
                  cval: object = None, standard_indexing: tuple[str, ...] | list[str] = (),
-                 backend: str | None = None) -> None:
+                 backend: str | None = None, mode: str = "constant") -> None:
         self.func = func
         self.__name__ = getattr(func, "__name__", "stencil")
         self.__doc__ = func.__doc__
@@ -101,6 +110,7 @@ class PointStencil:
         self.cval = cval
         self.standard_indexing = tuple(standard_indexing or ())
         self.backend = backend
+        self.mode = mode  # the border mode (func_or_mode): "constant" or a remapping mode
         self._neighborhood: Neighborhood | None = self.explicit_neighborhood
         self._parsed: tuple[d.PointKernel, SourceFunction] | None = None
         self._specs: dict[tuple, PointCall] = {}
@@ -274,11 +284,13 @@ class PointStencil:
         layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
                               for a in args),
                         okey[2] if okey is not None else True)
-        source, entry = chosen.build_point(typed, layout, src, out_dtype, types)
+        source, entry = chosen.build_point(typed, layout, src, out_dtype, types,
+                                           mode=self.mode)
         pipeline.dump("code", f"{name} [{chosen.name}]", source)
         self._last = (chosen.name, typed, source)
         return chosen.launcher("point")(
-            entry, out_dtype, cval, self.cval is not None, name, kernel.loc,
+            entry, out_dtype, cval, self.cval is not None and self.mode == "constant", name,
+            kernel.loc,
             array_positions=arrays, relative_positions=relative, source=source)
 
     def _typed_call(self, types: tuple[ArgType, ...], okey: tuple | None) -> TypedCall:
@@ -299,7 +311,8 @@ class PointStencil:
         if dtypes.is_complex(rt) and not dtypes.is_complex(out_dtype):
             raise ArgumentError(f"the kernel returns {rt} but 'out' is {out_dtype}",
                                 stencil=name, loc=kernel.loc, hint="pass a complex out= array")
-        cval = self._converted_cval(rt, out_dtype, kernel)
+        # cval applies to "constant" only; the other modes compute every element
+        cval = self._converted_cval(rt, out_dtype, kernel) if self.mode == "constant" else 0
         arrays = tuple(i for i, t in enumerate(types) if t.is_array)
         relative = tuple(i for i, p in enumerate(kernel.params) if p in kernel.relative
                          and types[i].is_array)
@@ -309,7 +322,8 @@ class PointStencil:
         """The generated module of the "numba" backend for one typed call (what a call from
         inside jitted code inlines, whatever the stencil's backend)."""
         _, src = self._parse()
-        source, module = registry.REGISTRY["numba"].point_module(typed, src, out_dtype)
+        source, module = registry.REGISTRY["numba"].point_module(typed, src, out_dtype,
+                                                                   self.mode)
         pipeline.dump("code", f"{self.__name__} [numba]", source)
         return source, module
 
@@ -320,7 +334,8 @@ class PointStencil:
         ``cache=True`` never runs a stencil whose definition has changed since."""
         kernel, _ = self._parse()
         text = "\n".join([d.format_point_kernel(kernel), repr(self.explicit_neighborhood),
-                          repr(self.cval), repr(type(self.cval)), repr(self.standard_indexing)])
+                          repr(self.cval), repr(type(self.cval)), repr(self.standard_indexing),
+                          repr(self.mode)])
         return cache.key("point-definition", text)
 
     @property
@@ -358,14 +373,18 @@ class TypedCall(NamedTuple):
 
 
 def stencil(func_or_mode: object = "constant", **options: object):
-    """Decorator: ``@sk.stencil``, ``@sk.stencil(...)`` or ``sk.stencil(func, **options)``."""
+    """Decorator: ``@sk.stencil``, ``@sk.stencil(...)`` or ``sk.stencil(func, **options)``.
+
+    ``func_or_mode`` is, as in Numba, either the kernel or the border mode: "constant"
+    (Numba's: border elements are ``cval``), or scipy.ndimage's "nearest", "reflect",
+    "mirror", "wrap" (every element computed, reads outside an array remapped into it)."""
     if isinstance(func_or_mode, str):
         mode, func = func_or_mode, None
     else:
         mode, func = "constant", func_or_mode
-    if mode != "constant":
-        raise StencilError(f"unsupported mode style {mode!r}",
-                           hint="only func_or_mode='constant' is supported (as in Numba)")
+    if mode not in MODES:
+        raise StencilError(f"unsupported mode style {mode!r}", loc=_caller_location(),
+                           hint="use func_or_mode= one of " + ", ".join(map(repr, MODES)))
     unknown = sorted(set(options) - _POINT_OPTIONS - _COMPUTATION_OPTIONS)
     if unknown:
         raise StencilError(f"unknown stencil option(s) {unknown}",
@@ -379,6 +398,8 @@ def stencil(func_or_mode: object = "constant", **options: object):
             from .multistage import ComputationStencil
 
             wrong = sorted(set(options) - _COMPUTATION_OPTIONS)
+            if mode != "constant":
+                wrong.append("func_or_mode")
             if wrong:
                 raise StencilError(f"option(s) {wrong} do not apply to computations",
                                    stencil=f.__name__, hint="use backend=, externals= and dtypes=")
@@ -387,7 +408,7 @@ def stencil(func_or_mode: object = "constant", **options: object):
             return comp
         if "externals" in options:
             raise StencilError("externals= applies to computations only", stencil=f.__name__)
-        st = PointStencil(f, **options)  # type: ignore[arg-type]
+        st = PointStencil(f, **options, mode=mode)  # type: ignore[arg-type]
         functools.update_wrapper(st, f, updated=())
         return st
 

@@ -1,10 +1,13 @@
-"""Lower a typed point kernel to kernel IR: a loop nest over the interior, plus border fill.
+"""Lower a typed point kernel to kernel IR: a loop nest over the interior, plus the border.
 
-Requires: a typed, single-exit ``PointKernel``, its border, and the layout the kernel is
-specialized for (which arrays have a unit last stride). Ensures: a ``KernelFunction`` whose
-parameters are the free symbols of its body, ordered by argument; relative accesses with a
-run-time offset are clamped to the neighbourhood and flag an error instead of reading out of
-bounds; absolutely indexed arrays wrap negative indices and are bounds-checked.
+Requires: a typed, single-exit ``PointKernel``, its border, its border mode, and the layout
+the kernel is specialized for (which arrays have a unit last stride). Ensures: a
+``KernelFunction`` whose parameters are the free symbols of its body, ordered by argument;
+relative accesses with a run-time offset are clamped to the neighbourhood and flag an error
+instead of reading out of bounds; absolutely indexed arrays wrap negative indices and are
+bounds-checked. The border is filled with ``cval`` (mode "constant") or, in the other modes,
+computed by a second copy of the body whose relative reads have their indices remapped into
+each array (``remap_index``); the interior loop is the same in every mode.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs mo
 # that no argument of the user's kernel can have them.
 FILL_BORDER = "@fill_border"
 CVAL = "@cval"
+
+#: ``func_or_mode`` values: Numba's "constant", and scipy.ndimage's modes (API.md section 1).
+MODES = ("constant", "nearest", "reflect", "mirror", "wrap")
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,9 @@ def math_function(func: str) -> str:
 class PointLowering:
     def __init__(self, kernel: d.PointKernel, border: tuple[tuple[int, int], ...],
                  layout: Layout, line_text: Callable[[int], str], filename: str,
-                 out_dtype: np.dtype | None = None) -> None:
+                 out_dtype: np.dtype | None = None, mode: str = "constant") -> None:
         self.kernel = kernel
+        self.mode = mode
         self.border = border
         self.layout = layout
         self.line_text = line_text
@@ -74,6 +81,10 @@ class PointLowering:
         self.counters: list[k.Symbol] = []
         self.uses_error_flag = False
         self.status = self.ctx.symbol("sk_error", k.STATUS)  # the error channel
+        # While the border body of a remapping mode is lowered: the remapped index of each
+        # constant relative read, (buffer, dim, offset) -> (symbol, value), declared at the
+        # loop level of its dimension (so a row's remapped row indices are computed once).
+        self.remapped: dict[tuple[str, int, int], tuple[k.Symbol, k.Expr]] | None = None
 
     # ------------------------------------------------------------ expressions
 
@@ -98,7 +109,7 @@ class PointLowering:
                         shift = k.Op("checked_offset", (
                             self.expr(o), k.Constant(np.int64(lo), dtype=k.INDEX),
                             k.Constant(np.int64(hi), dtype=k.INDEX)), dtype=k.INDEX)
-                    idx.append(_add(centre, shift))
+                    idx.append(self.relative_index(buf, dim, o, _add(centre, shift)))
                 return k.Load(buf, tuple(idx), dtype=t)
             case d.Index(array=a, index=index):
                 buf = self.buffers[a]
@@ -251,12 +262,16 @@ class PointLowering:
             inner = (k.Loop(self.counters[dim], start, stop, _one(), inner,
                             parallel=par if dim == 0 else None, vectorize=(dim == nd - 1)),)
         interior = k.Section("interior", inner)
-        border = k.Section("border: cval where the neighbourhood leaves the array", (
-            k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval, par)),))
+        if self.mode == "constant":
+            border = k.Section("border: cval where the neighbourhood leaves the array", (
+                k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval, par)),))
+        else:
+            border = self.border_compute(first, out, par)
         body_all = (k.Declare(work, work_value), border, interior)
         params = free_parameters(body_all, (*kern.params, OUT, FILL_BORDER, CVAL))
         doc = (f"point kernel '{kern.name}' ({self.filename}:{kern.loc.line if kern.loc else 0})"
-               f", {nd}-D, border {list(self.border)}")
+               f", {nd}-D, border {list(self.border)}"
+               + ("" if self.mode == "constant" else f", mode '{self.mode}'"))
         return k.KernelFunction(function_name("point", kern.name), params, body_all,
                                 tuple(self.buffers.values()) + (out,), doc,
                                 self.uses_error_flag, status=self.status)
@@ -309,6 +324,111 @@ class PointLowering:
         return nest
 
 
+    # ------------------------------------------------------------ border modes
+
+    def relative_index(self, buf: k.Buffer, dim: int, offset: d.Expr, index: k.Expr) -> k.Expr:
+        """The index of a relative read along ``dim``: as is in the interior; remapped into
+        ``buf`` (by its own extent, so larger secondary arrays are read where they have
+        elements) while the border body of a remapping mode is lowered."""
+        if self.remapped is None:
+            return index
+        if not isinstance(offset, d.Const):  # a run-time offset: remapped where it is read
+            return remap_index(self.mode, index, buf.shape[dim])
+        key = (buf.name, dim, int(offset.value))
+        if key not in self.remapped:
+            o = key[2]
+            name = f"{buf.name}_{dim}_{'m' if o < 0 else 'p'}{abs(o)}"
+            sym = self.ctx.user_symbol(name, k.INDEX)
+            self.remapped[key] = (sym, remap_index(self.mode, index, buf.shape[dim]))
+        sym = self.remapped[key][0]
+        return k.Sym(sym, dtype=k.INDEX)
+
+    def border_compute(self, first: k.Buffer, out: k.Buffer, par: k.Parallel) -> k.Section:
+        """Every element whose neighbourhood leaves the array, computed by the kernel body
+        with remapped relative reads. One copy of the body: the outer dimensions run over
+        the whole array, and the last one over its two strips only, or over the whole row
+        when an outer index is itself in the border."""
+        nd = self.kernel.ndim
+        saved = self.counters
+        self.counters = [self.ctx.symbol(f"b{dim}", k.INDEX) for dim in range(nd)]
+        counters = self.counters
+        self.remapped = {}
+        try:
+            body = self.stmts(self.kernel.body)
+            hoisted = self.remapped
+        finally:
+            self.remapped = None
+            self.counters = saved
+        result = self.locals[RESULT]
+        decls = tuple(k.Declare(s, _zero(s.dtype)) for n, s in sorted(self.locals.items()))
+        value: k.Expr = k.Sym(result, dtype=result.dtype)
+        if self.out_dtype != result.dtype:
+            value = k.Convert(value, dtype=self.out_dtype)
+        store = k.Store(out, tuple(k.Sym(c, dtype=k.INDEX) for c in counters), value)
+
+        def remaps(dim: int) -> tuple[k.Stmt, ...]:
+            return tuple(k.Declare(sym, v) for (_, dm, _), (sym, v) in sorted(
+                hoisted.items(), key=lambda kv: kv[0]) if dm == dim)
+
+        last = nd - 1
+        lo, hi = self.border[last]
+        n_last = first.shape[last]
+        head_end = _min(_index(-lo), n_last)
+        tail_start = _max(head_end, _sub(n_last, _index(hi)))
+        inside: k.Expr | None = None  # every outer index in the interior: strips only
+        for dim in range(last):
+            c = k.Sym(counters[dim], dtype=k.INDEX)
+            lo_d, hi_d = self.border[dim]
+            cond = _and(_cmp(">=", c, _index(-lo_d)),
+                        _cmp("<", c, _sub(first.shape[dim], _index(hi_d))))
+            inside = cond if inside is None else _and(inside, cond)
+        head = self.ctx.symbol("head", k.INDEX)
+        tail = self.ctx.symbol("tail", k.INDEX)
+        t = self.ctx.symbol("t", k.INDEX)
+        if inside is None:
+            row: tuple[k.Stmt, ...] = (k.Declare(head, head_end), k.Declare(tail, tail_start))
+        else:
+            row = (k.Declare(head, k.Select(inside, head_end, n_last, dtype=k.INDEX)),
+                   k.Declare(tail, k.Select(inside, tail_start, n_last, dtype=k.INDEX)))
+        hs, ts, tv = (k.Sym(x, dtype=k.INDEX) for x in (head, tail, t))
+        position = k.Select(_cmp("<", tv, hs), tv, _add(_sub(tv, hs), ts), dtype=k.INDEX)
+        count = k.Op("+", (hs, _sub(n_last, ts)), dtype=k.INDEX)
+        nest: tuple[k.Stmt, ...] = row + (k.Loop(t, _index(0), count, _one(), (
+            k.Declare(counters[last], position), *remaps(last), *decls, *body, store)),)
+        for dim in reversed(range(last)):
+            nest = (k.Loop(counters[dim], _index(0), first.shape[dim], _one(),
+                           remaps(dim) + nest, parallel=par if dim == 0 else None),)
+        return k.Section(f"border: mode '{self.mode}', every read remapped into its array",
+                         nest)
+
+
+def remap_index(mode: str, j: k.Expr, n: k.Expr) -> k.Expr:
+    """The index that border ``mode`` maps position ``j`` of an axis of extent ``n >= 1``
+    to: ``j`` itself inside ``[0, n)``; outside, scipy.ndimage's meaning, which is
+    ``np.pad``'s "edge", "symmetric", "reflect" and "wrap" repeated to any distance (a
+    period of 2n, 2n - 2 and n). Built from plain operators (the conditional evaluates one
+    arm, so the divisions run only outside the array), so every printer of kernel IR has it."""
+    zero, one = _index(0), _one()
+    if mode == "nearest":
+        return k.Select(_cmp("<", j, zero), zero,
+                        k.Select(_cmp("<", j, n), j, _sub(n, one), dtype=k.INDEX), dtype=k.INDEX)
+    inside = _and(_cmp(">=", j, zero), _cmp("<", j, n))
+    if mode == "wrap":
+        return k.Select(inside, j, k.Op("mod", (j, n), dtype=k.INDEX), dtype=k.INDEX)
+    if mode == "reflect":  # ... 1 0 | 0 1 ... n-1 | n-1 n-2 ...
+        period = k.Op("+", (n, n), dtype=k.INDEX)
+        m = k.Op("mod", (j, period), dtype=k.INDEX)
+        folded = k.Select(_cmp("<", m, n), m, _sub(_sub(period, one), m), dtype=k.INDEX)
+        return k.Select(inside, j, folded, dtype=k.INDEX)
+    if mode == "mirror":  # ... 2 1 | 0 1 ... n-1 | n-2 n-3 ...; one element: always 0
+        period = _sub(k.Op("+", (n, n), dtype=k.INDEX), _index(2))
+        m = k.Op("mod", (j, period), dtype=k.INDEX)
+        folded = k.Select(_cmp("<", m, n), m, _sub(period, m), dtype=k.INDEX)
+        return k.Select(inside, j, k.Select(_cmp("==", n, one), zero, folded, dtype=k.INDEX),
+                        dtype=k.INDEX)
+    raise ValueError(f"no index remapping for border mode {mode!r}")
+
+
 def function_name(kind: str, name: str) -> str:
     """The C name of the function generated for a ``kind`` ("point", "computation",
     "kernel", "parloop") named ``name``: ``sk_blur_point``. Internal (it does not end with
@@ -335,6 +455,18 @@ def _zero(t: np.dtype) -> k.Constant:
 
 def _one() -> k.Constant:
     return k.Constant(np.int64(1), dtype=k.INDEX)
+
+
+def _index(v: int) -> k.Constant:
+    return k.Constant(np.int64(v), dtype=k.INDEX)
+
+
+def _cmp(op: str, a: k.Expr, b: k.Expr) -> k.Expr:
+    return k.Op(op, (a, b), dtype=dtypes.BOOL)
+
+
+def _and(a: k.Expr, b: k.Expr) -> k.Expr:
+    return k.Op("&&", (a, b), dtype=dtypes.BOOL)
 
 
 def _add(a: k.Expr, b: k.Expr) -> k.Expr:

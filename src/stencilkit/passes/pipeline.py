@@ -54,9 +54,9 @@ def analyse(kernel: d.PointKernel, args: tuple[ArgType, ...],
 
 
 def lower(typed: TypedPointKernel, layout: Layout, line_text: Callable[[int], str],
-          filename: str, out_dtype: np.dtype) -> k.KernelFunction:
-    """Stage "lower": the kernel IR of one specialization."""
+          filename: str, out_dtype: np.dtype, mode: str = "constant") -> k.KernelFunction:
+    """Stage "lower": the kernel IR of one specialization (``mode``: the border mode)."""
     kf = PointLowering(typed.kernel, typed.neighborhood.border, layout, line_text, filename,
-                       out_dtype=out_dtype).lower()
+                       out_dtype=out_dtype, mode=mode).lower()
     dump("kernel", typed.kernel.name, kernel_ir_text(kf))
     return kf

@@ -179,9 +179,10 @@ class Backend:
     # ------------------------------------------------------------ build steps
 
     def build_point(self, typed: TypedPointKernel, layout: Layout, src: SourceFunction,
-                    out_dtype: np.dtype, types: tuple[ArgType, ...]
+                    out_dtype: np.dtype, types: tuple[ArgType, ...], mode: str = "constant"
                     ) -> tuple[str, Callable[..., object]]:
-        """(source, entry point) of one point-kernel specialization."""
+        """(source, entry point) of one point-kernel specialization with border ``mode``
+        (``func_or_mode``: "constant" fills the border with cval, the others compute it)."""
         raise self._not_built("point")
 
     def computation_key(self, fields: Fields | None, defn: ComputationDef) -> tuple:

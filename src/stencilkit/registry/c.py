@@ -22,7 +22,7 @@ def probe() -> str | None:
 
 
 class CBackend(Backend):
-    def build_point(self, typed, layout, src, out_dtype, types):
+    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
         from ..build import cache
         from ..build.extension import build_extension, current_toolchain, module_name
         from ..codegen import c as c_codegen
@@ -31,7 +31,7 @@ class CBackend(Backend):
 
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
-                            out_dtype)
+                            out_dtype, mode)
         kf = self.platform().lower(kf)
         source, _ = c_codegen.kernel_source(kf)
         tc = current_toolchain()
@@ -47,9 +47,13 @@ class CBackend(Backend):
         wrapper_args.append(c_codegen.WrapperArg(CVAL, out_dtype, 0, role="scalar"))
         # An empty standard_indexing array: the kernel's bounds check reports a read of it,
         # but the clamped element it reads instead does not exist either. Refuse before
-        # running, unless no interior point (so no read) exists.
-        no_interior = " || ".join(f"v0->shape[{dim}] <= {hi - lo}"
-                                  for dim, (lo, hi) in enumerate(typed.neighborhood.border))
+        # running, unless no point that runs the body (the interior, or in the other modes
+        # any) exists.
+        if mode == "constant":
+            no_interior = " || ".join(f"v0->shape[{dim}] <= {hi - lo}"
+                                      for dim, (lo, hi) in enumerate(typed.neighborhood.border))
+        else:
+            no_interior = "v0->len == 0"
         checks = tuple((f"v{i}->len != 0 || {no_interior}", f"standard_indexing array "
                         f"'{a.name}' is empty, so every read of it is out of range")
                        for i, a in enumerate(wrapper_args) if a.role == "standard"

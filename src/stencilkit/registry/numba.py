@@ -28,7 +28,7 @@ def probe() -> str | None:
 
 
 class NumbaBackend(Backend):
-    def point_module(self, typed, src, out_dtype):
+    def point_module(self, typed, src, out_dtype, mode="constant"):
         """(source, module) of one typed point kernel: the module's ``parallel``,
         ``serial`` and ``inline`` dispatchers run it."""
         from ..codegen import numba as numba_codegen
@@ -39,12 +39,12 @@ class NumbaBackend(Backend):
         # Numba indexes arrays itself: the layout (constant unit strides) does not matter
         layout = Layout(tuple(True for _ in kernel.params), True)
         kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
-                            out_dtype)
+                            out_dtype, mode)
         source = numba_codegen.kernel_module(kf, (*kernel.params, OUT, FILL_BORDER, CVAL))
         return source, numba_module.load_module("point", source)
 
-    def build_point(self, typed, layout, src, out_dtype, types):
-        return self.point_module(typed, src, out_dtype)
+    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
+        return self.point_module(typed, src, out_dtype, mode)
 
 
 BACKEND = NumbaBackend(

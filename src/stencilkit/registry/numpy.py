@@ -13,13 +13,13 @@ from .base import KINDS, Backend, Capabilities, PerKind, Pieces, always
 
 
 class NumpyBackend(Backend):
-    def build_point(self, typed, layout, src, out_dtype, types):
+    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
         from ..build.extension import exec_generated
         from ..codegen import numpy as np_codegen
 
         kernel = typed.kernel
         fname = "sk_" + "".join(ch if ch.isalnum() else "_" for ch in kernel.name)
-        source = np_codegen.kernel_source(kernel, typed.neighborhood.border, fname)
+        source = np_codegen.kernel_source(kernel, typed.neighborhood.border, fname, mode)
         return source, exec_generated("numpy-point", source, fname, kernel.name)
 
     def build_computation(self, defn, sched, src, fields):
