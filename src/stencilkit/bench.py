@@ -183,6 +183,39 @@ def case_jacobi2d(n: int, repeats: int) -> dict:
             "seconds": t}
 
 
+def case_border_modes(n: int, repeats: int) -> dict:
+    """jacobi2d with each border mode against "constant" (which skips the border), and
+    against scipy.ndimage.correlate with the same mode, in one run ("vs ours" is the ratio
+    to the constant-mode time)."""
+    import stencilkit as sk
+
+    def jacobi(a):
+        return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+    a = np.random.default_rng(0).random((n, n))
+    out = np.zeros_like(a)
+    modes = ("nearest", "reflect", "mirror", "wrap")
+    fns: dict[str, Callable[[], object]] = {}
+    c = sk.stencil(jacobi, backend="c")
+    fns["stencilkit-c"] = lambda: c(a, out=out)
+    for mode in modes:
+        st = sk.stencil(func_or_mode=mode, backend="c")(jacobi)
+        fns[f"stencilkit-c-{mode}"] = lambda st=st: st(a, out=out)
+    try:
+        from scipy import ndimage
+    except ImportError:
+        ndimage = None
+    if ndimage is not None:
+        weights = np.array([[0.0, 0.25, 0.0], [0.25, 0.0, 0.25], [0.0, 0.25, 0.0]])
+        for mode in modes:
+            scipy_mode = "grid-wrap" if mode == "wrap" else mode  # np.pad's "wrap"
+            fns[f"scipy-correlate-{mode}"] = (
+                lambda m=scipy_mode: ndimage.correlate(a, weights, output=out, mode=m))
+    t = _median_times(fns, repeats)
+    return {"name": "border_modes", "size": f"{n}^2 float64", "bytes": 16 * (n - 2) ** 2,
+            "seconds": t}
+
+
 def case_dask_jacobi2d(n: int, repeats: int) -> dict | None:
     """jacobi2d on an n x n dask array in 4 and 16 chunks against one call on the NumPy
     array (each call returns a new array; the dask calls build the graph and compute it):
@@ -483,12 +516,14 @@ def run(quick: bool = False, json_path: str | None = None, plot_path: str | None
     sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
              "stream": 1 << 21 if quick else 1 << 25,
              "dask_jacobi2d": 1024 if quick else 8192}
-    want = set(only or ["jacobi2d", "lap3d", "timeloop", "hdiff", "tridiag", "overhead",
-                        "parloop_inc", "compile", "dask_jacobi2d"])
+    want = set(only or ["jacobi2d", "border_modes", "lap3d", "timeloop", "hdiff", "tridiag",
+                        "overhead", "parloop_inc", "compile", "dask_jacobi2d"])
     bw = stream(sizes["stream"], repeats)
     results = []
     if "jacobi2d" in want:
         results.append(case_jacobi2d(sizes["jacobi2d"], repeats))
+    if "border_modes" in want:
+        results.append(case_border_modes(sizes["jacobi2d"], repeats))
     if "lap3d" in want:
         results += [case_lap3d(n, repeats) for n in sizes["lap3d"]]
     if "timeloop" in want:
