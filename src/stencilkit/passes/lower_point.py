@@ -85,6 +85,8 @@ class PointLowering:
         # constant relative read, (buffer, dim, offset) -> (symbol, value), declared at the
         # loop level of its dimension (so a row's remapped row indices are computed once).
         self.remapped: dict[tuple[str, int, int], tuple[k.Symbol, k.Expr]] | None = None
+        self.remap_dims: set[int] = set()
+        self.out: k.Buffer | None = None
 
     # ------------------------------------------------------------ expressions
 
@@ -261,12 +263,16 @@ class PointLowering:
             stop = _sub(first.shape[dim], k.Constant(np.int64(hi), dtype=k.INDEX))
             inner = (k.Loop(self.counters[dim], start, stop, _one(), inner,
                             parallel=par if dim == 0 else None, vectorize=(dim == nd - 1)),)
-        interior = k.Section("interior", inner)
+            if dim == nd - 1 and self.mode != "constant":
+                # the row's two border strips, next to the unchanged loop (in cache)
+                inner = self.row_strips(first, out) + inner
+        interior = k.Section("interior" if self.mode == "constant" else
+                             "interior rows (with their border strips)", inner)
         if self.mode == "constant":
             border = k.Section("border: cval where the neighbourhood leaves the array", (
                 k.Branch(k.Sym(fill, dtype=dtypes.BOOL), self.border_fill(first, out, cval, par)),))
         else:
-            border = self.border_compute(first, out, par)
+            border = self.border_rows(first, out, par)
         body_all = (k.Declare(work, work_value), border, interior)
         params = free_parameters(body_all, (*kern.params, OUT, FILL_BORDER, CVAL))
         doc = (f"point kernel '{kern.name}' ({self.filename}:{kern.loc.line if kern.loc else 0})"
@@ -329,8 +335,8 @@ class PointLowering:
     def relative_index(self, buf: k.Buffer, dim: int, offset: d.Expr, index: k.Expr) -> k.Expr:
         """The index of a relative read along ``dim``: as is in the interior; remapped into
         ``buf`` (by its own extent, so larger secondary arrays are read where they have
-        elements) while the border body of a remapping mode is lowered."""
-        if self.remapped is None:
+        elements) along the dimensions being remapped while a border body is lowered."""
+        if self.remapped is None or dim not in self.remap_dims:
             return index
         if not isinstance(offset, d.Const):  # a run-time offset: remapped where it is read
             return remap_index(self.mode, index, buf.shape[dim])
@@ -343,66 +349,84 @@ class PointLowering:
         sym = self.remapped[key][0]
         return k.Sym(sym, dtype=k.INDEX)
 
-    def border_compute(self, first: k.Buffer, out: k.Buffer, par: k.Parallel) -> k.Section:
-        """Every element whose neighbourhood leaves the array, computed by the kernel body
-        with remapped relative reads. One copy of the body: the outer dimensions run over
-        the whole array, and the last one over its two strips only, or over the whole row
-        when an outer index is itself in the border."""
-        nd = self.kernel.ndim
+    def remapped_body(self, counters: list[k.Symbol], dims: set[int]
+                      ) -> tuple[tuple[k.Stmt, ...], Callable[[int], tuple[k.Stmt, ...]]]:
+        """The kernel body at ``counters`` with relative reads remapped along ``dims``
+        (locals, statements, the store), and, per dimension, the declarations of the
+        remapped indices of constant reads (to be placed in that dimension's loop)."""
         saved = self.counters
-        self.counters = [self.ctx.symbol(f"b{dim}", k.INDEX) for dim in range(nd)]
-        counters = self.counters
-        self.remapped = {}
+        self.counters, self.remap_dims, self.remapped = counters, dims, {}
         try:
             body = self.stmts(self.kernel.body)
             hoisted = self.remapped
         finally:
-            self.remapped = None
-            self.counters = saved
+            self.counters, self.remapped = saved, None
         result = self.locals[RESULT]
         decls = tuple(k.Declare(s, _zero(s.dtype)) for n, s in sorted(self.locals.items()))
         value: k.Expr = k.Sym(result, dtype=result.dtype)
         if self.out_dtype != result.dtype:
             value = k.Convert(value, dtype=self.out_dtype)
-        store = k.Store(out, tuple(k.Sym(c, dtype=k.INDEX) for c in counters), value)
+        store = k.Store(self.out, tuple(k.Sym(c, dtype=k.INDEX) for c in counters), value)
 
         def remaps(dim: int) -> tuple[k.Stmt, ...]:
             return tuple(k.Declare(sym, v) for (_, dm, _), (sym, v) in sorted(
                 hoisted.items(), key=lambda kv: kv[0]) if dm == dim)
 
+        return decls + body + (store,), remaps
+
+    def row_strips(self, first: k.Buffer, out: k.Buffer) -> tuple[k.Stmt, ...]:
+        """In an interior row (every outer index inside): the points of the last dimension's
+        two border strips, with reads remapped along the last dimension only. One copy of
+        the body: ``t`` counts the head strip's points, then the tail strip's."""
+        nd = self.kernel.ndim
         last = nd - 1
+        self.out = out
+        position = self.ctx.symbol(f"b{last}", k.INDEX)
+        body, remaps = self.remapped_body([*self.counters[:last], position], {last})
         lo, hi = self.border[last]
         n_last = first.shape[last]
-        head_end = _min(_index(-lo), n_last)
-        tail_start = _max(head_end, _sub(n_last, _index(hi)))
-        inside: k.Expr | None = None  # every outer index in the interior: strips only
-        for dim in range(last):
-            c = k.Sym(counters[dim], dtype=k.INDEX)
-            lo_d, hi_d = self.border[dim]
-            cond = _and(_cmp(">=", c, _index(-lo_d)),
-                        _cmp("<", c, _sub(first.shape[dim], _index(hi_d))))
-            inside = cond if inside is None else _and(inside, cond)
         head = self.ctx.symbol("head", k.INDEX)
         tail = self.ctx.symbol("tail", k.INDEX)
         t = self.ctx.symbol("t", k.INDEX)
-        if inside is None:
-            row: tuple[k.Stmt, ...] = (k.Declare(head, head_end), k.Declare(tail, tail_start))
-        else:
-            row = (k.Declare(head, k.Select(inside, head_end, n_last, dtype=k.INDEX)),
-                   k.Declare(tail, k.Select(inside, tail_start, n_last, dtype=k.INDEX)))
         hs, ts, tv = (k.Sym(x, dtype=k.INDEX) for x in (head, tail, t))
-        position = k.Select(_cmp("<", tv, hs), tv, _add(_sub(tv, hs), ts), dtype=k.INDEX)
-        count = k.Op("+", (hs, _sub(n_last, ts)), dtype=k.INDEX)
-        nest: tuple[k.Stmt, ...] = row + (k.Loop(t, _index(0), count, _one(), (
-            k.Declare(counters[last], position), *remaps(last), *decls, *body, store)),)
-        # Parallel from 3-D on: in 1-D and 2-D the strips are O(n) points against the
-        # interior's O(n^2), less work than waking the threads for a second parallel region
-        # (measured: jacobi2d 4096^2 on 2 busy cores, 1.24-1.31x the constant-mode time with
-        # a parallel border loop, 1.0x without).
+        head_end = _min(_index(-lo), n_last)
+        return (k.Declare(head, head_end),
+                k.Declare(tail, _max(hs, _sub(n_last, _index(hi)))),
+                k.Loop(t, _index(0), k.Op("+", (hs, _sub(n_last, ts)), dtype=k.INDEX), _one(), (
+                    k.Declare(position, k.Select(_cmp("<", tv, hs), tv, _add(_sub(tv, hs), ts),
+                                                 dtype=k.INDEX)),
+                    *remaps(last), *body)))
+
+    def border_rows(self, first: k.Buffer, out: k.Buffer, par: k.Parallel) -> k.Section:
+        """The rows (lines along the last dimension) with an outer index in the border,
+        whole, with reads remapped along every dimension; the remapped outer indices are
+        computed once per loop level. (In 1-D there are none: the strips are all.)"""
+        nd = self.kernel.ndim
+        last = nd - 1
+        self.out = out
+        counters = [self.ctx.symbol(f"r{dim}", k.INDEX) for dim in range(nd)]
+        body, remaps = self.remapped_body(counters, set(range(nd)))
+        if nd == 1:
+            return k.Section(f"border: mode '{self.mode}' (in the row loop)", ())
+        outside: k.Expr | None = None
+        for dim in range(last):
+            c = k.Sym(counters[dim], dtype=k.INDEX)
+            lo_d, hi_d = self.border[dim]
+            cond = k.Op("||", (_cmp("<", c, _index(-lo_d)),
+                               _cmp(">=", c, _sub(first.shape[dim], _index(hi_d)))),
+                        dtype=dtypes.BOOL)
+            outside = cond if outside is None else k.Op("||", (outside, cond), dtype=dtypes.BOOL)
+        assert outside is not None
+        nest: tuple[k.Stmt, ...] = (k.Branch(outside, (
+            k.Loop(counters[last], _index(0), first.shape[last], _one(),
+                   remaps(last) + body),)),)
+        # Parallel from 3-D on: in 2-D these are a few rows, less work than waking the
+        # threads for a second parallel region (jacobi2d 4096^2 on 2 busy cores measured
+        # 1.24-1.31x the constant-mode time with a parallel loop here).
         for dim in reversed(range(last)):
             nest = (k.Loop(counters[dim], _index(0), first.shape[dim], _one(),
                            remaps(dim) + nest, parallel=par if dim == 0 and nd >= 3 else None),)
-        return k.Section(f"border: mode '{self.mode}', every read remapped into its array",
+        return k.Section(f"border rows: mode '{self.mode}', every read remapped into its array",
                          nest)
 
 
