@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import stencilkit as sk
 from stencilkit import dtypes
 
-from .test_properties import _load, kernels
+from .kernel_strategies import _load, kernels
 
 PAD = {"nearest": "edge", "reflect": "symmetric", "mirror": "reflect", "wrap": "wrap"}
 MODES = list(PAD)

@@ -9,7 +9,6 @@ and lambdas. ``STENCILKIT_HYPOTHESIS_EXAMPLES`` raises the number of examples (d
 
 from __future__ import annotations
 
-import linecache
 import os
 
 import numpy as np
@@ -19,104 +18,13 @@ from hypothesis import strategies as st
 
 import stencilkit as sk
 
+from .kernel_strategies import _load, kernels
+
 numba = pytest.importorskip("numba", reason="numba is the reference")
 
 EXAMPLES = int(os.environ.get("STENCILKIT_HYPOTHESIS_EXAMPLES", "100"))
 DTYPES = [np.float64, np.float32, np.int64, np.int32]
-_counter = [0]
 _numba_results: dict[tuple, object] = {}  # (source, data) -> numba's result or error
-
-
-class Scope:
-    """What an expression may use at the point where it is drawn."""
-
-    def __init__(self, arrays: list[str], ndim: int, scalar: str | None) -> None:
-        self.arrays = arrays
-        self.ndim = ndim
-        self.scalar = scalar
-        self.consts: list[str] = []     # locals bound to integer constants
-        self.values: list[str] = []     # locals holding values
-        self.loop_var: str | None = None
-
-
-@st.composite
-def expressions(draw, scope: Scope, depth: int = 0) -> str:
-    if depth >= 3 or draw(st.integers(0, 3)) == 0:
-        kind = draw(st.sampled_from(["access", "access", "access", "const", "scalar", "local",
-                                     "loop"]))
-        if kind == "scalar" and scope.scalar:
-            return scope.scalar
-        if kind == "local" and scope.values:
-            return draw(st.sampled_from(scope.values))
-        if kind == "loop" and scope.loop_var:
-            return scope.loop_var
-        if kind == "const":
-            return repr(draw(st.sampled_from([0.5, 1.0, 2.0, -3.0, 0.25, 1, 2, -1, 3])))
-        array = draw(st.sampled_from(scope.arrays))
-        parts = []
-        for _ in range(scope.ndim):
-            if scope.consts and draw(st.booleans()):
-                parts.append(draw(st.sampled_from(scope.consts)))
-            else:
-                parts.append(str(draw(st.integers(-2, 2))))
-        return f"{array}[{', '.join(parts)}]"
-    op = draw(st.sampled_from(["+", "-", "*", "max", "min", "abs", "if"]))
-    left = draw(expressions(scope, depth + 1))
-    if op == "abs":
-        return f"abs({left})"
-    right = draw(expressions(scope, depth + 1))
-    if op in ("max", "min"):
-        return f"{op}({left}, {right})"
-    if op == "if":
-        cond = draw(expressions(scope, depth + 1))
-        return f"({left} if {cond} > {draw(st.sampled_from(['0', '0.5', '1']))} else {right})"
-    return f"({left} {op} {right})"
-
-
-@st.composite
-def kernels(draw) -> tuple[str, str, int, list[str], str | None]:
-    """(source, kernel name, ndim, array names, scalar name or None)."""
-    ndim = draw(st.integers(1, 3))
-    arrays = ["a", "b", "c"][:draw(st.integers(1, 3))]
-    scalar = draw(st.sampled_from([None, "s"]))
-    params = ", ".join(arrays + ([scalar] if scalar else []))
-    scope = Scope(arrays, ndim, scalar)
-    _counter[0] += 1
-    name = f"hyp_kernel_{_counter[0]}"
-    if draw(st.integers(0, 3)) == 0:
-        body = draw(expressions(scope))
-        if "a[" not in body:
-            body = f"a[{', '.join(['0'] * ndim)}] + {body}"
-        return f"{name} = lambda {params}: {body}\n", name, ndim, arrays, scalar
-    lines = [f"def {name}({params}):"]
-    for k in range(draw(st.integers(0, 2))):
-        lines.append(f"    t{k} = {draw(st.integers(-2, 2))}")
-        scope.consts.append(f"t{k}")
-    lines.append(f"    x = a[{', '.join(['0'] * ndim)}] + {draw(expressions(scope))}")
-    scope.values.append("x")
-    if draw(st.booleans()):
-        lines.append(f"    for i in range({draw(st.integers(1, 3))}):")
-        scope.loop_var = "i"
-        lines.append(f"        x = x + {draw(expressions(scope))}")
-        scope.loop_var = None
-    if draw(st.booleans()):
-        lines.append(f"    if {draw(expressions(scope))} > {draw(st.sampled_from(['0', '0.5']))}:")
-        lines.append(f"        y = {draw(expressions(scope))}")
-        if draw(st.booleans()):
-            lines.append("        return y - x")
-        lines.append("    else:")
-        lines.append(f"        y = {draw(expressions(scope))}")
-        scope.values.append("y")
-    lines.append(f"    return {draw(expressions(scope))}")
-    return "\n".join(lines) + "\n", name, ndim, arrays, scalar
-
-
-def _load(source: str, name: str):
-    filename = f"<hypothesis-{name}>.py"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {}
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace[name]
 
 
 def _numba(source: str, func, args: tuple, key: tuple):
