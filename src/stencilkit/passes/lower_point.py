@@ -6,8 +6,10 @@ the kernel is specialized for (which arrays have a unit last stride). Ensures: a
 relative accesses with a run-time offset are clamped to the neighbourhood and flag an error
 instead of reading out of bounds; absolutely indexed arrays wrap negative indices and are
 bounds-checked. The border is filled with ``cval`` (mode "constant") or, in the other modes,
-computed by a second copy of the body whose relative reads have their indices remapped into
-each array (``remap_index``); the interior loop is the same in every mode.
+computed by copies of the body whose relative reads have their indices remapped into each
+array (``remap_index``): the two strips of each interior row inside the interior's row loop,
+the other rows in a section of their own. The vectorized interior loop is the same in every
+mode.
 """
 
 from __future__ import annotations
@@ -86,7 +88,6 @@ class PointLowering:
         # loop level of its dimension (so a row's remapped row indices are computed once).
         self.remapped: dict[tuple[str, int, int], tuple[k.Symbol, k.Expr]] | None = None
         self.remap_dims: set[int] = set()
-        self.out: k.Buffer | None = None
 
     # ------------------------------------------------------------ expressions
 
@@ -329,7 +330,6 @@ class PointLowering:
                            first.shape[dim], _one(), nest, parallel=par if dim == 0 else None),)
         return nest
 
-
     # ------------------------------------------------------------ border modes
 
     def relative_index(self, buf: k.Buffer, dim: int, offset: d.Expr, index: k.Expr) -> k.Expr:
@@ -349,7 +349,7 @@ class PointLowering:
         sym = self.remapped[key][0]
         return k.Sym(sym, dtype=k.INDEX)
 
-    def remapped_body(self, counters: list[k.Symbol], dims: set[int]
+    def remapped_body(self, out: k.Buffer, counters: list[k.Symbol], dims: set[int]
                       ) -> tuple[tuple[k.Stmt, ...], Callable[[int], tuple[k.Stmt, ...]]]:
         """The kernel body at ``counters`` with relative reads remapped along ``dims``
         (locals, statements, the store), and, per dimension, the declarations of the
@@ -366,7 +366,7 @@ class PointLowering:
         value: k.Expr = k.Sym(result, dtype=result.dtype)
         if self.out_dtype != result.dtype:
             value = k.Convert(value, dtype=self.out_dtype)
-        store = k.Store(self.out, tuple(k.Sym(c, dtype=k.INDEX) for c in counters), value)
+        store = k.Store(out, tuple(k.Sym(c, dtype=k.INDEX) for c in counters), value)
 
         def remaps(dim: int) -> tuple[k.Stmt, ...]:
             return tuple(k.Declare(sym, v) for (_, dm, _), (sym, v) in sorted(
@@ -380,9 +380,8 @@ class PointLowering:
         the body: ``t`` counts the head strip's points, then the tail strip's."""
         nd = self.kernel.ndim
         last = nd - 1
-        self.out = out
         position = self.ctx.symbol(f"b{last}", k.INDEX)
-        body, remaps = self.remapped_body([*self.counters[:last], position], {last})
+        body, remaps = self.remapped_body(out, [*self.counters[:last], position], {last})
         lo, hi = self.border[last]
         n_last = first.shape[last]
         head = self.ctx.symbol("head", k.INDEX)
@@ -403,11 +402,10 @@ class PointLowering:
         computed once per loop level. (In 1-D there are none: the strips are all.)"""
         nd = self.kernel.ndim
         last = nd - 1
-        self.out = out
-        counters = [self.ctx.symbol(f"r{dim}", k.INDEX) for dim in range(nd)]
-        body, remaps = self.remapped_body(counters, set(range(nd)))
         if nd == 1:
             return k.Section(f"border: mode '{self.mode}' (in the row loop)", ())
+        counters = [self.ctx.symbol(f"r{dim}", k.INDEX) for dim in range(nd)]
+        body, remaps = self.remapped_body(out, counters, set(range(nd)))
         outside: k.Expr | None = None
         for dim in range(last):
             c = k.Sym(counters[dim], dtype=k.INDEX)
