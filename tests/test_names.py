@@ -33,11 +33,12 @@ def test_hostile_names_on_every_backend(kind, tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT),
                                          env.get("PYTHONPATH", "")])
+    builds = [b for b in AVAILABLE if kind in REGISTRY[b].capabilities.kinds]
     proc = subprocess.run([sys.executable, "-m", "tests.hostile_names", kind,
-                           ",".join(AVAILABLE), str(tmp_path)], cwd=ROOT, env=env,
+                           ",".join(builds), str(tmp_path)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-20000:]
-    assert proc.stdout.count(" 0 failures") == len(AVAILABLE)
+    assert proc.stdout.count(" 0 failures") == len(builds)
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")

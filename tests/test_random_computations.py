@@ -41,6 +41,7 @@ _BASE = frozenset({"invalid"} | ({"regions"} if HAS_REGIONS else set()))
 
 _only = os.environ.get("STENCILKIT_RANDOM_BACKENDS")
 BACKENDS = [b for b in implemented() if REGISTRY[b].probe() is None
+            and "computation" in REGISTRY[b].capabilities.kinds
             and (not _only or b in _only.split(","))]
 _N = int(os.environ.get("STENCILKIT_RANDOM_EXAMPLES", "0"))
 
