@@ -28,6 +28,8 @@ from ..ir import kernel as k
 _PREC = {"||": 3, "&&": 4, "|": 5, "^": 6, "&": 7, "==": 8, "!=": 8, "<": 9, "<=": 9, ">": 9,
          ">=": 9, "+": 11, "-": 11, "*": 12, "/": 12, "%": 12}
 _UNARY_PREC = 13
+#: operators printed as compound assignments when a store updates the element it loads
+COMPOUND_OPS = frozenset({"+", "-", "*", "/"})
 # runtime helpers: Op nodes printed as calls of sk_<op>_<operand type> (the index checks
 # take the status: they clamp and report instead of reading out of bounds)
 _HELPER_OPS = {"floordiv", "mod", "powi", "shl", "shr", "checked_offset", "wrap_index",
@@ -188,6 +190,13 @@ class CFamilyPrinter:
                 return [f"{indent}{ctype(b.element_type)} {b.base.name}[{self.expr(n)}];"]
             case k.SetSym(symbol=sym, value=v):
                 return [f"{indent}{sym.name} = {self.expr(v)};"]
+            case k.Store(buffer=b, indices=idx,
+                         value=k.Op(op=op, args=(k.Load(buffer=lb, indices=li), rhs))) if (
+                    op in COMPOUND_OPS and lb == b and li == idx):
+                # x op= y, not x = x op y: "#pragma omp atomic" accepts both forms only while
+                # the compiler sees the two x as the same tree, which UBSan's instrumentation
+                # of the index arithmetic breaks
+                return [f"{indent}{b.base.name}[{self.offset(b, idx)}] {op}= {self.expr(rhs)};"]
             case k.Store(buffer=b, indices=idx, value=v):
                 return [f"{indent}{b.base.name}[{self.offset(b, idx)}] = {self.expr(v)};"]
             case k.Branch(cond=c, then=then, orelse=orelse):
