@@ -96,6 +96,24 @@ class PointCall:
         return ArgumentError(str(exc), stencil=self.name, loc=self.loc,
                              hint="check the arrays' shapes, dtypes and strides")
 
+    def _checked_in_python(self, args: tuple, out: np.ndarray | None
+                           ) -> tuple[tuple, np.ndarray, bool]:
+        """The checks a C entry point makes itself, for entry points that make none:
+        allocates ``out`` or checks it (writable, no overlap with the inputs), checks the
+        shapes; returns the arguments to pass and whether to fill the border."""
+        # A Python int beyond int64 is a uint64 scalar (its specialization says so); NumPy
+        # would refuse it next to an int64 array (NEP 50).
+        args = tuple(np.uint64(a) if type(a) is int and a >= 2**63 else a for a in args)
+        if out is None:
+            out, fill = np.empty(args[0].shape, self.out_dtype), True
+        else:
+            if not out.flags.writeable:
+                raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
+                                    hint="pass a writable array as out=")
+            args, fill = unaliased(args, out, self.array_positions), self.has_cval
+        check_shapes(args, out, self.relative_positions, self.name, self.loc)
+        return args, out, fill
+
 
 class NumpyPointCall(PointCall):
     """Runs one specialization through generated NumPy code (checks done in Python)."""
@@ -103,19 +121,7 @@ class NumpyPointCall(PointCall):
     __slots__ = ()
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
-        # A Python int beyond int64 is a uint64 scalar (its specialization says so); NumPy
-        # would refuse it next to an int64 array (NEP 50).
-        args = tuple(np.uint64(a) if type(a) is int and a >= 2**63 else a for a in args)
-        if out is None:
-            out = np.empty(args[0].shape, self.out_dtype)
-            fill = True
-        else:
-            if not out.flags.writeable:
-                raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
-                                    hint="pass a writable array as out=")
-            fill = self.has_cval
-            args = unaliased(args, out, self.array_positions)
-        check_shapes(args, out, self.relative_positions, self.name, self.loc)
+        args, out, fill = self._checked_in_python(args, out)
         try:
             self.entry(*args, out, fill, self.cval)
         except IndexError as exc:
@@ -137,18 +143,7 @@ class NumbaPointCall(PointCall):
     __slots__ = ()
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
-        # A Python int beyond int64 is a uint64 scalar (its specialization says so)
-        args = tuple(np.uint64(a) if type(a) is int and a >= 2**63 else a for a in args)
-        if out is None:
-            out = np.empty(args[0].shape, self.out_dtype)
-            fill = True
-        else:
-            if not out.flags.writeable:
-                raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
-                                    hint="pass a writable array as out=")
-            fill = self.has_cval
-            args = unaliased(args, out, self.array_positions)
-        check_shapes(args, out, self.relative_positions, self.name, self.loc)
+        args, out, fill = self._checked_in_python(args, out)
         run = self.entry.parallel if out.size >= self.MIN_WORK else self.entry.serial
         status = run(*args, out, fill, self.cval)
         if status:
