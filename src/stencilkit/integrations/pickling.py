@@ -215,10 +215,7 @@ def reduce_point(st) -> tuple:
     mode = border_mode(st)
     if mode != "constant":
         options["func_or_mode"] = mode
-    digest, data = function_payload(st.func, st.__name__, owner=st,
-                                    visible=st._parse()[1].namespace)
-    key = _options_digest(digest, options, st.__name__)
-    return (rebuild_point, (key, _Rebuilt(digest, data), options, st.__name__))
+    return _reduced(rebuild_point, st, st._parse()[1].namespace, options)
 
 
 def rebuild_point(key: str, func: FunctionType, options: dict, name: str):
@@ -238,10 +235,7 @@ def reduce_computation(comp) -> tuple:
     """``ComputationStencil.__reduce__``: its definition by source, backend, externals and
     dtypes (externals that are helpers pickle by source too)."""
     options = {"backend": comp.backend, "externals": comp.externals, "dtypes": comp.dtypes}
-    digest, data = function_payload(comp.func, comp.__name__, owner=comp,
-                                    visible=comp.source.namespace)
-    key = _options_digest(digest, options, comp.__name__)
-    return (rebuild_computation, (key, _Rebuilt(digest, data), options, comp.__name__))
+    return _reduced(rebuild_computation, comp, comp.source.namespace, options)
 
 
 def rebuild_computation(key: str, func: FunctionType, options: dict, name: str):
@@ -283,6 +277,14 @@ class _Rebuilt:
 
     def __reduce__(self):
         return (rebuild_function, (self.digest, self.data))
+
+
+def _reduced(rebuild, obj, visible: dict, options: dict) -> tuple:
+    """The ``__reduce__`` value of a stencil object: ``rebuild(key, function, options,
+    name)``, the key naming the definition and options (one object per key per process)."""
+    digest, data = function_payload(obj.func, obj.__name__, owner=obj, visible=visible)
+    key = _options_digest(digest, options, obj.__name__)
+    return (rebuild, (key, _Rebuilt(digest, data), options, obj.__name__))
 
 
 def _options_digest(digest: str, options: dict, name: str) -> str:
