@@ -11,6 +11,7 @@ both sides of every axis, C-ordered; the owned block starts at ``halo`` in it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -100,6 +101,7 @@ class Decomposition:
         # the thinnest block along each axis (what a halo exchange can take from one neighbour)
         self.min_block = tuple(n // p for n, p in zip(self.shape, self.dims))
         self._neighbors: dict[tuple[int, ...], int] = {}
+        self._wrapped: dict[tuple[bool, ...], Decomposition] = {}
         self.exchanger = _halo.Exchanger(self)
 
     # ------------------------------------------------------------ geometry
@@ -112,6 +114,21 @@ class Decomposition:
     def exchanged(self, axis: int) -> bool:
         """Whether halos along ``axis`` come from other blocks (split or periodic)."""
         return self.dims[axis] > 1 or self.periodic[axis]
+
+    def wrapped(self, periodic: tuple[bool, ...]) -> Decomposition:
+        """This decomposition with the axes ``periodic`` exchanged across the global edge
+        (border mode "wrap" on a non-periodic split axis): the same communicator, blocks
+        and exchanger, its own neighbours. Local: no communication."""
+        if periodic == self.periodic:
+            return self
+        other = self._wrapped.get(periodic)
+        if other is None:
+            other = copy.copy(self)
+            other.periodic = periodic
+            other._neighbors = {}
+            other._wrapped = {}
+            self._wrapped[periodic] = other
+        return other
 
     def block(self, coords: Sequence[int]) -> tuple[tuple[int, int], ...]:
         """The [start, stop) per axis of the block at Cartesian ``coords``."""

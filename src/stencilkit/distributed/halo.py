@@ -191,11 +191,14 @@ class Exchanger:
             if mask is not None:
                 np.copyto(view, buf, where=mask)
 
-    def run(self, arrays: list[DistributedArray], needs: list[Need]) -> None:
+    def run(self, arrays: list[DistributedArray], needs: list[Need],
+            via: Decomposition | None = None) -> None:
+        """Fill the halo regions ``needs`` of ``arrays``; ``via`` is this decomposition
+        seen with more axes periodic (``Decomposition.wrapped``), whose neighbours to use."""
         from mpi4py import MPI
 
         started = time.perf_counter()
-        dec = self.dec
+        dec = via or self.dec
         comm = dec.comm
         stride = 3**dec.ndim
         requests, unpack = [], []

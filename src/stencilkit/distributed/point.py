@@ -1,12 +1,18 @@
 """Point kernels on DistributedArrays.
 
 Each rank runs the kernel on a *view* of its arrays' data: its owned block widened by the
-kernel's border (Numba's ``(min(0, lo), max(0, hi))`` per axis), clipped at the global
-edges of non-periodic axes. In that view exactly the owned points are interior points, so
-the kernel computes them and nothing else; an owned point whose neighbourhood leaves the
-global array is a border point of the view too, and gets ``cval`` (or keeps ``out``'s value)
-as in the one-process call. Along periodic axes the view is never clipped: the exchange
-fills the halo with the wrapped-around data, so every point is computed as with ``"wrap"``.
+kernel's border (Numba's ``(min(0, lo), max(0, hi))`` per axis). In that view exactly the
+owned points are interior points, so the kernel computes them and nothing else.
+
+In mode "constant" the view is clipped at the global edges of non-periodic axes: an owned
+point whose neighbourhood leaves the global array is a border point of the view too, and
+gets ``cval`` (or keeps ``out``'s value) as in the one-process call. Along periodic axes the
+view is never clipped: the exchange fills the halo with the wrapped-around data, so every
+point is computed as with ``"wrap"``. In the remapping modes ("nearest", "reflect",
+"mirror", "wrap") the view is never clipped either: after the exchange, the halo beyond the
+global edge is filled with the elements the mode maps it to (``borders``), and the kernel
+runs in "constant" mode on the view (a twin of the stencil), computing every owned point
+from the values the one-process call reads. Periodic axes stay periodic in every mode.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ import numpy as np
 
 from ..errors import ArgumentError, StencilError
 from ..passes import pipeline
-from . import halo
+from ..stencil import PointStencil
+from . import borders, halo
 from .array import DistributedArray
 from .decomposition import Decomposition
 
@@ -32,10 +39,15 @@ class PointPlan:
     needs: tuple[halo.Need, ...]
     view: tuple[slice, ...]  # in data coordinates
     owned_in_view: tuple[slice, ...]
+    kernel: PointStencil  # the stencil, or its "constant" twin in a remapping mode
+    via: Decomposition | None = None  # dec with the axes "wrap" exchanges periodic
+    fills: tuple[tuple[int, tuple[borders.AxisFill, ...]], ...] = ()  # (position, copies)
 
 
 # per stencil, per signature: (border, needs per position); analysis is per call otherwise
 _analyses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# per stencil in a remapping mode: the same kernel in mode "constant" (what each rank runs)
+_twins: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _first_distributed(args: tuple, out: object) -> Decomposition:
@@ -74,26 +86,23 @@ def call(st, args: tuple, out: object) -> DistributedArray:
     # every call, cached plan or not: a rank whose arguments differ must not be left alone
     halo.agree(dec, error)
     assert plan is not None
-    dec.exchanger.run([args[i] for i in plan.exchanged], list(plan.needs))
+    dec.exchanger.run([args[i] for i in plan.exchanged], list(plan.needs), plan.via)
+    for i, fills in plan.fills:
+        borders.fill(args[i].data, fills)
     local = tuple(a.data[plan.view] if type(a) is DistributedArray else a for a in args)
     if out is None:
-        res = st(*local)
+        res = plan.kernel(*local)
         result = dec.zeros(res.dtype)
         result.local[...] = res[plan.owned_in_view]
         return result
-    st(*local, out=out.data[plan.view])  # type: ignore[union-attr]
+    plan.kernel(*local, out=out.data[plan.view])  # type: ignore[union-attr]
     return out  # type: ignore[return-value]
 
 
 def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
     name = st.__name__
     kernel, _ = st._parse()
-    mode = _border_mode(st)
-    if mode != "constant":
-        raise ArgumentError(f"border mode {mode!r} on DistributedArrays is not supported",
-                            stencil=name, loc=kernel.loc,
-                            hint="use func_or_mode='constant', or periodic=True on the "
-                                 "Decomposition for 'wrap'")
+    mode = st.mode
     if not args or type(args[0]) is not DistributedArray:
         raise ArgumentError("the first argument must be a DistributedArray when any argument "
                             "is one", stencil=name, loc=kernel.loc,
@@ -122,28 +131,45 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
                             stencil=name, loc=kernel.loc, hint="allocate it with dec.empty(...)")
     local = tuple(a.data if type(a) is DistributedArray else a for a in args)
     border, offsets = _analyse(st, kernel, local)
-    needs = []
+    box = _widths(border)
+    remapping = mode != "constant"
+    via = dec.wrapped(borders.exchanged_axes(dec, mode))
+    if remapping:  # the view below spans the border along every axis
+        borders.check_halo(dec, kernel.params[0], box, mode, name)
+    needs, fills = [], []
     for i, a in enumerate(args):
-        if type(a) is DistributedArray:
-            need = (halo.from_offsets(dec, offsets[kernel.params[i]])
-                    if offsets is not None else halo.from_box(dec, _widths(border), True))
-            if not need.empty:
-                needs.append((i, need))
-    view_need = halo.from_box(dec, _widths(border), False)
-    halo.check_blocks(dec, [(kernel.params[0], view_need)], name)
+        if type(a) is not DistributedArray:
+            continue
+        reach = _reach(offsets[kernel.params[i]]) if offsets is not None else box
+        need = (halo.from_offsets(via, offsets[kernel.params[i]])
+                if offsets is not None else halo.from_box(via, box, True))
+        if not need.empty:
+            needs.append((i, need))
+        if remapping:
+            copies = borders.plan(dec, kernel.params[i], reach, mode, via.periodic, name)
+            if copies:
+                fills.append((i, copies))
+    view_need = halo.from_box(via, box, False)
+    halo.check_blocks(via, [(kernel.params[0], view_need)], name)
     return PointPlan(dec, tuple(i for i, _ in needs), tuple(n for _, n in needs),
-                     *_view(dec, border))
+                     *_view(via, border, remapping), kernel=_twin(st) if remapping else st,
+                     via=None if via is dec else via, fills=tuple(fills))
 
 
-def _border_mode(st) -> str:
-    """The kernel's border mode. Modes other than "constant" are being added to point
-    kernels elsewhere; whatever attribute ends up holding the mode, a distributed call must
-    not run such a kernel with constant-mode borders."""
-    for name in ("func_or_mode", "mode", "border_mode", "_mode"):
-        value = getattr(st, name, None)
-        if isinstance(value, str) and value != "constant":
-            return value
-    return "constant"
+def _reach(offsets: list[tuple[int, ...]]) -> tuple[tuple[int, int], ...]:
+    """How far before and after its block an array read at ``offsets`` is read, per axis."""
+    if not offsets:
+        return ()
+    return tuple((max(0, -min(o)), max(0, max(o))) for o in zip(*offsets))
+
+
+def _twin(st: PointStencil) -> PointStencil:
+    twin = _twins.get(st)
+    if twin is None:
+        twin = _twins[st] = PointStencil(
+            st.func, neighborhood=st.explicit_neighborhood,
+            standard_indexing=st.standard_indexing, backend=st.backend, mode="constant")
+    return twin
 
 
 def _widths(border) -> tuple[tuple[int, int], ...]:
@@ -173,11 +199,12 @@ def _analyse(st, kernel, local: tuple):
     return hit
 
 
-def _view(dec: Decomposition, border) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+def _view(dec: Decomposition, border, unclipped: bool
+          ) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
     view, owned = [], []
     for i, ((s, e), (lo, hi)) in enumerate(zip(dec.bounds, border)):
         g0, g1 = s + lo, e + hi  # lo <= 0 <= hi
-        if not dec.periodic[i]:
+        if not (unclipped or dec.periodic[i]):
             g0, g1 = max(g0, 0), min(g1, dec.shape[i])
         h = dec.halo[i]
         view.append(slice(g0 - s + h, g1 - s + h))
