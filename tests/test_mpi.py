@@ -8,7 +8,7 @@ Run by plain pytest (one rank), and by the CI under ``mpiexec -n 1``, ``-n 2`` a
 Every rank runs every test in the same order. Verdicts are computed on rank 0 and broadcast,
 so a failure fails on every rank (no rank waits in a collective that another skipped).
 Periodic axes are compared with the call on ``np.pad(global, mode="wrap")`` cropped back
-(the border-mode ``"wrap"`` of point kernels is not on main yet).
+(in every border mode: a periodic axis stays periodic whatever ``func_or_mode`` says).
 """
 
 from __future__ import annotations
@@ -136,9 +136,13 @@ POINT_CASES = {
 }
 
 
-def _point_run(name: str, backend: str, dims, periodic, with_out: bool) -> None:
+MODES = ("nearest", "reflect", "mirror", "wrap")
+
+
+def _point_run(name: str, backend: str, dims, periodic, with_out: bool,
+               mode: str = "constant") -> None:
     func, options, shape, dts, scalars, extras = POINT_CASES[name]
-    kernel = sk.stencil(func, backend=backend, **options)
+    kernel = sk.stencil(mode, backend=backend, **options)(func)
     dec = sk.Decomposition(COMM, shape, halo=2, periodic=periodic, dims=dims)
     globals_ = [global_data(shape, dt, seed=i) for i, dt in enumerate(dts)]
     arrays = [dec.scatter(g) for g in globals_]
@@ -160,7 +164,8 @@ def _point_run(name: str, backend: str, dims, periodic, with_out: bool) -> None:
 
     border = [(-min(0, lo), max(0, hi)) for lo, hi in kernel.neighborhood]
     ref = wrap_reference(run, globals_, dec.periodic, border) if RANK == 0 else None
-    same_on_root(got, ref, f"{name} dims={dec.dims} periodic={dec.periodic}")
+    same_on_root(got, ref, f"{name} {mode} dims={dec.dims} periodic={dec.periodic} "
+                           f"out={with_out}")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -188,6 +193,7 @@ def test_point_kernels_random_geometry(data):
     """Random shapes (uneven splits), splits, halos, periodic flags and kernels; the same
     examples on every rank (derandomized)."""
     name = data.draw(st.sampled_from(["heat", "diagonal_cval", "one_sided_int", "two_arrays"]))
+    mode = data.draw(st.sampled_from(("constant",) + MODES))
     n0 = data.draw(st.integers(3 * SIZE, 3 * SIZE + 9))
     n1 = data.draw(st.integers(3 * SIZE, 3 * SIZE + 9))
     factors = [(a, SIZE // a) for a in range(1, SIZE + 1) if SIZE % a == 0]
@@ -195,7 +201,7 @@ def test_point_kernels_random_geometry(data):
     periodic = data.draw(st.tuples(st.booleans(), st.booleans()))
     halo = data.draw(st.integers(2, 3))
     func, options, _, dts, scalars, extras = POINT_CASES[name]
-    kernel = sk.stencil(func, backend="numpy", **options)
+    kernel = sk.stencil(mode, backend="numpy", **options)(func)
     shape = (n0, n1)
     dec = sk.Decomposition(COMM, shape, halo=halo, periodic=periodic, dims=dims)
     globals_ = [global_data(shape, dt, seed=i + n0) for i, dt in enumerate(dts)]
@@ -203,7 +209,7 @@ def test_point_kernels_random_geometry(data):
     border = [(-min(0, lo), max(0, hi)) for lo, hi in kernel.neighborhood]
     ref = wrap_reference(lambda *gs: kernel(*gs, *extras, *scalars), globals_, periodic,
                          border) if RANK == 0 else None
-    same_on_root(got, ref, f"{name} {shape} dims={dims} periodic={periodic}")
+    same_on_root(got, ref, f"{name} {mode} {shape} dims={dims} periodic={periodic}")
 
 
 def test_point_kernel_3d_split_along_every_axis():
@@ -215,6 +221,103 @@ def test_point_kernel_3d_split_along_every_axis():
         g = global_data(shape)
         got = dec.gather(kernel(dec.scatter(g)))
         same_on_root(got, kernel(g) if RANK == 0 else None, f"lap3 dims={dims}")
+
+
+# ------------------------------------------------------------------ border modes at the global edge
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(POINT_CASES))
+def test_border_modes_match_one_process(backend, mode, name):
+    """Every mode x kernel (1-D, 2-D, 3-D; uneven splits) x every split on NumPy, the
+    default split on C, with and without out=."""
+    ndim = len(POINT_CASES[name][2])
+    for dims in dims_choices(ndim) if backend == "numpy" else [None]:
+        for with_out in (False, True):
+            _point_run(name, backend, dims, False, with_out, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["heat", "diagonal_cval", "two_arrays", "lap3"])
+def test_border_modes_with_periodic_axes(mode, name):
+    """A periodic axis wraps; the others follow the mode."""
+    ndim = len(POINT_CASES[name][2])
+    for periodic in (tuple(i == 0 for i in range(ndim)), tuple(i == 1 for i in range(ndim))):
+        for dims in dims_choices(ndim)[:3]:
+            _point_run(name, BACKENDS[-1], dims, periodic, False, mode)
+
+
+def right2(a):
+    return a[0, 2] + a[1, 0]
+
+
+def far_reads(a):
+    return a[-7, 0] + 2.0 * a[6, 1] - a[0, -1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", MODES)
+def test_border_modes_wider_than_the_global_array(backend, mode):
+    """Along an axis one rank holds whole, reads may reach beyond the global array (5
+    points, read 7 away): the fill remaps them like the one-process call, any width."""
+    shape = (5, 3 * SIZE + 1)
+    g = global_data(shape)
+    for options, func in (({}, far_reads), ({"neighborhood": ((-2, 2), (0, 0))}, loop_sum)):
+        kernel = sk.stencil(mode, backend=backend, **options)(func)
+        dec = sk.Decomposition(COMM, shape, halo=7, dims=(1, SIZE))
+        for with_out in (False, True):
+            u = dec.scatter(g)
+            if with_out:
+                got = dec.gather(kernel(u, out=dec.full(3.0)))
+            else:
+                got = dec.gather(kernel(u))
+            same_on_root(got, kernel(g) if RANK == 0 else None,
+                         f"{func.__name__} {mode} out={with_out}")
+    tiny = sk.stencil(mode, backend=backend)(blur1d)  # one point per rank or fewer
+    one = sk.Decomposition(COMM, (1,), halo=1)
+    g1 = global_data((1,))
+    same_on_root(one.gather(tiny(one.scatter(g1))), tiny(g1) if RANK == 0 else None,
+                 f"blur1d {mode} on 1 point")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_border_mode_time_loop(mode):
+    """20 heat steps in a remapping mode: each step fills the border from the new data."""
+    shape = (4 * SIZE + 3, 10)
+    kernel = sk.stencil(mode, backend=BACKENDS[-1])(heat)
+    dec = sk.Decomposition(COMM, shape, halo=1)
+    g = global_data(shape)
+    u, v = dec.scatter(g), dec.zeros()
+    gu, gv = g.copy(), np.zeros(shape)
+    for _ in range(20):
+        kernel(u, 0.2, out=v)
+        u, v = v, u
+        kernel(gu, 0.2, out=gv)
+        gu, gv = gv, gu
+    same_on_root(dec.gather(u), gu if RANK == 0 else None, f"20 heat steps {mode}")
+
+
+def test_border_fill_leaves_unread_halo_alone():
+    """The fill writes only the halo that is read: a one-sided kernel's other side and the
+    halo beyond the read width keep their sentinels."""
+    dec = sk.Decomposition(COMM, (4 * SIZE + 1, 9), halo=3, dims=(SIZE, 1))
+    kernel = sk.stencil("nearest", backend="numpy")(one_sided)  # a[2, 0], a[0, -1]
+    a = dec.scatter(global_data(dec.shape))
+    sentinel = -1e300
+    owned = np.zeros(a.data.shape, bool)
+    owned[dec.owned_in_data] = True
+    a.data[~owned] = sentinel
+    kernel(a)
+    h = dec.halo
+    ok = bool(np.all(a.data[:h[0]] == sentinel))  # never read before along axis 0
+    ok &= bool(np.all(a.data[:, :h[1] - 1] == sentinel))  # read 1 before along axis 1
+    ok &= bool(np.all(a.data[:, h[1] + dec.local_shape[1]:] == sentinel))  # never after
+    ok &= bool(np.all(a.data[h[0]:-h[0], h[1] - 1] != sentinel))  # filled by the mode
+    end0, end1 = h[0] + dec.local_shape[0], h[1] + dec.local_shape[1]
+    ok &= bool(np.all(a.data[end0:end0 + 2, h[1]:end1] != sentinel))  # exchanged or filled
+    ok &= bool(np.all(a.data[end0 + 2:] == sentinel))  # beyond the read width
+    assert all_ranks(ok)
 
 
 def test_time_loop_of_point_kernel():
@@ -489,13 +592,25 @@ def test_mixed_decompositions_and_plain_arrays():
     kernel(a, a, 1.0)
 
 
-def test_other_border_modes_refused():
-    """Border modes other than "constant" are not on main yet; whatever attribute will hold
-    one, a distributed call refuses it rather than running constant-mode borders."""
-    kernel = sk.stencil(heat, backend="numpy")
-    kernel.func_or_mode = "reflect"
-    dec = sk.Decomposition(COMM, (12, 12), halo=1)
-    _refused(lambda: kernel(dec.zeros(), 0.1), "border mode 'reflect'")
+def test_border_mode_refusals():
+    """In a remapping mode the halo must hold the border along unsplit axes too; along a
+    split axis the mapped cells must lie in the edge block (mirror reads point 2 for -2)."""
+    dec = sk.Decomposition(COMM, (4 * SIZE, 6), halo=(2, 1), dims=(SIZE, 1))
+    kernel = sk.stencil("nearest", backend="numpy")(right2)
+    sk.stencil(right2, backend="numpy")(dec.zeros())  # constant: axis 1 clipped, halo 1 do
+    _refused(lambda: kernel(dec.zeros()), "needs a halo of 2 along axis 1 in border mode "
+             "'nearest'", "has halo 1")
+    wide = sk.stencil("reflect", backend="numpy")(far_reads)
+    _refused(lambda: wide(dec.zeros()), "needs a halo of 7 along axis 0 in border mode "
+             "'reflect'")
+    if SIZE > 1:
+        mirror = sk.stencil("mirror", backend="numpy")(diagonal)  # reads 2 before
+        thin = sk.Decomposition(COMM, (2 * SIZE, 8), halo=2, dims=(SIZE, 1))
+        _refused(lambda: mirror(thin.zeros()), "maps to point 2", "[0, 2)")
+        wrap = sk.stencil("wrap", backend="numpy")(diagonal)
+        thinner = sk.Decomposition(COMM, (SIZE, 8), halo=2, dims=(SIZE, 1))
+        _refused(lambda: wrap(thinner.zeros()), "thinnest block")
+    sk.stencil("nearest", backend="numpy")(one_sided)(dec.zeros())  # nothing left in flight
 
 
 @pytest.mark.skipif(SIZE < 2, reason="needs two ranks")

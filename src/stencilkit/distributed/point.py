@@ -183,6 +183,8 @@ def _analyse(st, kernel, local: tuple):
     hit = cache.get(key)
     if hit is None:
         typed = pipeline.analyse(kernel, st._arg_types(local), st.explicit_neighborhood)
+        if st._neighborhood is None:  # the twin runs in a remapping mode, not the stencil
+            st._neighborhood = typed.neighborhood.neighborhood
         if typed.kernel.ndim != local[0].ndim:
             raise ArgumentError("the kernel's dimensionality differs from the arrays'",
                                 stencil=st.__name__, loc=kernel.loc)
