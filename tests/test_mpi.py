@@ -137,12 +137,16 @@ POINT_CASES = {
 
 
 MODES = ("nearest", "reflect", "mirror", "wrap")
+_KERNELS: dict[tuple[str, str, str], object] = {}
 
 
 def _point_run(name: str, backend: str, dims, periodic, with_out: bool,
                mode: str = "constant") -> None:
     func, options, shape, dts, scalars, extras = POINT_CASES[name]
-    kernel = sk.stencil(mode, backend=backend, **options)(func)
+    kernel = _KERNELS.get((name, backend, mode))
+    if kernel is None:  # one stencil per case: its builds serve every split
+        kernel = _KERNELS[name, backend, mode] = sk.stencil(mode, backend=backend,
+                                                            **options)(func)
     dec = sk.Decomposition(COMM, shape, halo=2, periodic=periodic, dims=dims)
     globals_ = [global_data(shape, dt, seed=i) for i, dt in enumerate(dts)]
     arrays = [dec.scatter(g) for g in globals_]
@@ -239,12 +243,12 @@ def test_border_modes_match_one_process(backend, mode, name):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", ["heat", "diagonal_cval", "two_arrays", "lap3"])
+@pytest.mark.parametrize("name", ["diagonal_cval", "lap3"])
 def test_border_modes_with_periodic_axes(mode, name):
     """A periodic axis wraps; the others follow the mode."""
     ndim = len(POINT_CASES[name][2])
     for periodic in (tuple(i == 0 for i in range(ndim)), tuple(i == 1 for i in range(ndim))):
-        for dims in dims_choices(ndim)[:3]:
+        for dims in dims_choices(ndim)[:2]:
             _point_run(name, BACKENDS[-1], dims, periodic, False, mode)
 
 
@@ -274,11 +278,11 @@ def test_border_modes_wider_than_the_global_array(backend, mode):
                 got = dec.gather(kernel(u))
             same_on_root(got, kernel(g) if RANK == 0 else None,
                          f"{func.__name__} {mode} out={with_out}")
-    tiny = sk.stencil(mode, backend=backend)(blur1d)  # one point per rank or fewer
-    one = sk.Decomposition(COMM, (1,), halo=1)
-    g1 = global_data((1,))
-    same_on_root(one.gather(tiny(one.scatter(g1))), tiny(g1) if RANK == 0 else None,
-                 f"blur1d {mode} on 1 point")
+    tiny = sk.stencil(mode, backend=backend)(heat)  # one point along axis 0
+    one = sk.Decomposition(COMM, (1, 2 * SIZE + 1), halo=1, dims=(1, SIZE))
+    g1 = global_data(one.shape)
+    same_on_root(one.gather(tiny(one.scatter(g1), 0.3)), tiny(g1, 0.3) if RANK == 0 else None,
+                 f"heat {mode} on 1 x {one.shape[1]} points")
 
 
 @pytest.mark.parametrize("mode", MODES)
