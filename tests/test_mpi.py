@@ -285,6 +285,23 @@ def test_border_modes_wider_than_the_global_array(backend, mode):
                  f"heat {mode} on 1 x {one.shape[1]} points")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mirror_on_blocks_as_thin_as_the_reach(backend):
+    """"mirror" reading 2 points beyond the edge maps them to points 1 and 2: with blocks
+    of 2 points, point 2 is the neighbour's (the exchange brings it into the edge block's
+    halo), and with a block of 1 point, point 1 is too."""
+    mirror = sk.stencil("mirror", backend=backend)(diagonal)  # reads 2 before, 1 after
+    mirror_heat = sk.stencil("mirror", backend=backend)(heat)  # 1 both sides
+    for kernel, shape, dims in ((mirror, (2 * SIZE, 8), (SIZE, 1)),
+                                (mirror, (9, 2 * SIZE), (1, SIZE)),
+                                (mirror_heat, (2 * SIZE - 1, 7), (SIZE, 1))):
+        dec = sk.Decomposition(COMM, shape, halo=2, dims=dims)
+        g = global_data(shape)
+        extra = (0.3,) if kernel is mirror_heat else ()
+        same_on_root(dec.gather(kernel(dec.scatter(g), *extra)),
+                     kernel(g, *extra) if RANK == 0 else None, f"mirror {shape} dims={dims}")
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_border_mode_time_loop(mode):
     """20 heat steps in a remapping mode: each step fills the border from the new data."""
@@ -597,8 +614,8 @@ def test_mixed_decompositions_and_plain_arrays():
 
 
 def test_border_mode_refusals():
-    """In a remapping mode the halo must hold the border along unsplit axes too; along a
-    split axis the mapped cells must lie in the edge block (mirror reads point 2 for -2)."""
+    """In a remapping mode the halo must hold the border along unsplit axes too; "wrap" on
+    a split axis is an exchange, with its limits."""
     dec = sk.Decomposition(COMM, (4 * SIZE, 6), halo=(2, 1), dims=(SIZE, 1))
     kernel = sk.stencil("nearest", backend="numpy")(right2)
     sk.stencil(right2, backend="numpy")(dec.zeros())  # constant: axis 1 clipped, halo 1 do
@@ -608,9 +625,6 @@ def test_border_mode_refusals():
     _refused(lambda: wide(dec.zeros()), "needs a halo of 7 along axis 0 in border mode "
              "'reflect'")
     if SIZE > 1:
-        mirror = sk.stencil("mirror", backend="numpy")(diagonal)  # reads 2 before
-        thin = sk.Decomposition(COMM, (2 * SIZE, 8), halo=2, dims=(SIZE, 1))
-        _refused(lambda: mirror(thin.zeros()), "maps to point 2", "[0, 2)")
         wrap = sk.stencil("wrap", backend="numpy")(diagonal)
         thinner = sk.Decomposition(COMM, (SIZE, 8), halo=2, dims=(SIZE, 1))
         _refused(lambda: wrap(thinner.zeros()), "thinnest block")

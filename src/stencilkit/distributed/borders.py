@@ -13,10 +13,12 @@ cell beyond the edge along the others only, which an earlier pass filled. A cell
 edge along one axis and in a neighbour's halo along another is copied from that neighbour's
 face, which the exchange filled whenever the kernel reads there.
 
-The fill copies only from the rank's own block (no data from further ranks), so along a split
-axis the mapped cells must lie in the block at the edge; along an axis that one rank holds
-whole, any width works (a neighbourhood wider than the global array included). Along a split
-axis "wrap" is the exchange of a periodic axis instead (``exchanged_axes``).
+The fill copies from the rank's block and its halo: along a split axis, where the mapped
+cells lie beyond the edge block (a mirror image wider than a thin block), the exchange brings
+them (``reach`` widens what the array receives), within the limits every exchange has (the
+halo, the neighbour's block); along an axis that one rank holds whole, any width works (a
+neighbourhood wider than the global array included). Along a split axis "wrap" is the
+exchange of a periodic axis instead (``exchanged_axes``).
 """
 
 from __future__ import annotations
@@ -69,39 +71,57 @@ def check_halo(dec: Decomposition, name: str, widths: Widths, mode: str,
                 hint=f"create the Decomposition with halo >= {max(lo, hi)} along axis {i}")
 
 
-def plan(dec: Decomposition, name: str, widths: Widths, mode: str,
-         exchanged: Sequence[bool], stencil: str | None) -> tuple[AxisFill, ...]:
-    """The copies that fill the halo of array ``name`` beyond the global edge, for reads
-    ``widths[i] = (before, after)`` its block along each axis. The verdict (an
-    ``ArgumentError`` or not) depends only on the decomposition: the same on every rank."""
+def _mapped(dec: Decomposition, i: int, side: int, count: int, mode: str) -> np.ndarray:
+    """The global cells that the ``count`` cells beyond the edge ``side`` of axis ``i`` map
+    to (nearest first)."""
+    n = dec.shape[i]
+    g = np.arange(-count, 0) if side < 0 else np.arange(n, n + count)
+    return remap(mode, g, n)
+
+
+def reach(dec: Decomposition, widths: Widths, mode: str,
+          exchanged: Sequence[bool]) -> tuple[tuple[int, int], ...]:
+    """``widths`` widened by how far the cells the fill copies from lie beyond the edge
+    block, into its halo: a block thinner than the mirror image of the border (mode
+    "mirror" reading ``w`` points beyond the edge maps them up to ``w`` points inside; the
+    cell ``w`` inside is the neighbour's when the edge block has ``w`` points). What the
+    array must receive; the same on every rank (it depends on the decomposition only)."""
+    out = []
+    for i, (lo, hi) in enumerate(widths):
+        p = dec.dims[i]
+        if exchanged[i] or p == 1:  # one rank holds the axis: every source is its own
+            out.append((lo, hi))
+            continue
+        first, last = split(dec.shape[i], p, 0), split(dec.shape[i], p, p - 1)
+        wide_lo, wide_hi = lo, hi
+        if hi:  # the last block's sources may lie before it
+            wide_lo = max(lo, last[0] - int(_mapped(dec, i, 1, hi, mode).min()))
+        if lo:  # the first block's sources may lie after it
+            wide_hi = max(hi, int(_mapped(dec, i, -1, lo, mode).max()) - first[1] + 1)
+        out.append((wide_lo, wide_hi))
+    return tuple(out)
+
+
+def plan(dec: Decomposition, widths: Widths, mode: str,
+         exchanged: Sequence[bool]) -> tuple[AxisFill, ...]:
+    """The copies that fill the halo beyond the global edge of an array read
+    ``widths[i] = (before, after)`` its block along each axis, once it holds
+    ``reach(...)`` from the exchange (``check_halo`` and the exchange's checks passed)."""
+    wide = reach(dec, widths, mode, exchanged)
+    # each slab spans the part of the other axes' halos that is read or copied from
+    around = [slice(dec.halo[j] - wlo, dec.halo[j] + dec.local_shape[j] + whi)
+              for j, (wlo, whi) in enumerate(wide)]
     fills = []
     for i, (lo, hi) in enumerate(widths):
-        if exchanged[i] or (lo == 0 and hi == 0):
+        if exchanged[i]:
             continue
-        n, p = dec.shape[i], dec.dims[i]
         h, s, e = dec.halo[i], *dec.bounds[i]
-        # the slab spans the part of the other axes' halos that is read
-        around = [slice(dec.halo[j] - wlo, dec.halo[j] + dec.local_shape[j] + whi)
-                  for j, (wlo, whi) in enumerate(widths)]
-        for side, count, coord in ((-1, lo, 0), (1, hi, p - 1)):
-            if count == 0:
-                continue
-            edge_s, edge_e = split(n, p, coord)  # the block at this edge, known everywhere
-            g = np.arange(-count, 0) if side < 0 else np.arange(n, n + count)
-            mapped = remap(mode, g, n)
-            if mapped.min() < edge_s or mapped.max() >= edge_e:
-                far = int(mapped.max() if side < 0 else mapped.min())
-                raise ArgumentError(
-                    f"array '{name}' is read {count} point(s) beyond the global "
-                    f"{'start' if side < 0 else 'end'} of axis {i}, which border mode "
-                    f"{mode!r} maps to point {far}, outside the block at that edge "
-                    f"[{edge_s}, {edge_e})", stencil=stencil,
-                    hint=f"use fewer ranks along axis {i} (dims=...) or a larger shape")
-            if coord != dec.coords[i]:
+        for side, count, coord in ((-1, lo, 0), (1, hi, dec.dims[i] - 1)):
+            if count == 0 or coord != dec.coords[i]:
                 continue
             dst, src = list(around), list(around)
             dst[i] = slice(h - count, h) if side < 0 else slice(h + e - s, h + e - s + count)
-            src[i] = h + mapped - s
+            src[i] = h + _mapped(dec, i, side, count, mode) - s
             fills.append(AxisFill(i, tuple(dst), tuple(src)))
     return tuple(fills)
 

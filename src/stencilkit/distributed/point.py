@@ -140,15 +140,24 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
     for i, a in enumerate(args):
         if type(a) is not DistributedArray:
             continue
-        reach = _reach(offsets[kernel.params[i]]) if offsets is not None else box
-        need = (halo.from_offsets(via, offsets[kernel.params[i]])
-                if offsets is not None else halo.from_box(via, box, True))
-        if not need.empty:
-            needs.append((i, need))
+        p = kernel.params[i]
         if remapping:
-            copies = borders.plan(dec, kernel.params[i], reach, mode, via.periodic, name)
+            read = _reach(offsets[p]) if offsets is not None else box
+            wide = borders.reach(dec, read, mode, via.periodic)
+            if wide != read:  # sources beyond the edge block: its whole box, corners too
+                need = halo.from_box(via, wide, True)
+            else:
+                need = (halo.from_offsets(via, offsets[p]) if offsets is not None
+                        else halo.from_box(via, box, True))
+            copies = borders.plan(dec, read, mode, via.periodic)
             if copies:
                 fills.append((i, copies))
+        else:
+            need = (halo.from_offsets(via, offsets[p]) if offsets is not None
+                    else halo.from_box(via, box, True))
+        if not need.empty:
+            needs.append((i, need))
+            halo.check_blocks(via, [(p, need)], name)
     view_need = halo.from_box(via, box, False)
     halo.check_blocks(via, [(kernel.params[0], view_need)], name)
     return PointPlan(dec, tuple(i for i, _ in needs), tuple(n for _, n in needs),
