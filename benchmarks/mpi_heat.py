@@ -6,7 +6,9 @@
   faces the 5-point heat kernel reads, and the whole halo with corners), against one call
   of the heat kernel on the local block (a plain NumPy array of the block's shape);
 - ``weak``: heat steps with a 1024^2 block per rank (global grows with the ranks);
-- ``strong``: heat steps on a 2048^2 global grid.
+- ``strong``: heat steps on a 2048^2 global grid;
+- ``--mode reflect`` (or any border mode): the steps in that mode (the halo beyond the global
+  edge filled after each exchange), for comparison with "constant".
 
 Times are medians over ``--reps`` repetitions of the slowest rank's time (each repetition
 starts after a barrier). ``exchange_share`` is the fraction of the step time spent in halo
@@ -29,9 +31,11 @@ from stencilkit.distributed import halo as halo_mod
 COMM = MPI.COMM_WORLD
 
 
-@sk.stencil(backend="c")
-def heat(u, alpha):
+def heat_kernel(u, alpha):
     return u[0, 0] + alpha * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4.0 * u[0, 0])
+
+
+heat = sk.stencil(heat_kernel, backend="c")
 
 
 def timed(fn, reps: int) -> float:
@@ -89,7 +93,9 @@ def overhead_case(reps: int) -> None:
             "distributed_call_s": many(lambda: heat(u, 0.2, out=v))})
 
 
-def steps_case(kind: str, shape: tuple[int, int], reps: int, steps: int = 10) -> None:
+def steps_case(kind: str, shape: tuple[int, int], reps: int, steps: int = 10,
+               mode: str = "constant") -> None:
+    heat = sk.stencil(mode, backend="c")(heat_kernel)
     dec = sk.Decomposition(COMM, shape, halo=1)
     u = dec.scatter(np.random.default_rng(1).random(shape) if COMM.rank == 0 else None)
     v = dec.zeros()
@@ -105,7 +111,7 @@ def steps_case(kind: str, shape: tuple[int, int], reps: int, steps: int = 10) ->
     t0 = time.perf_counter()
     step = timed(run, reps) / steps
     share = COMM.allreduce(dec.exchanger.seconds / (time.perf_counter() - t0), op=MPI.MAX)
-    report({"case": kind, "global": list(shape), "dims": dec.dims, "local": dec.local_shape,
+    report({"case": kind, "mode": mode, "global": list(shape), "dims": dec.dims, "local": dec.local_shape,
             "step_s": step, "mpoints_per_s": shape[0] * shape[1] / step / 1e6,
             "exchange_share": share})
 
@@ -114,6 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--only", nargs="*", default=["exchange", "overhead", "weak", "strong"])
+    parser.add_argument("--mode", default="constant", help="border mode of the steps")
     args = parser.parse_args()
     if "exchange" in args.only:
         exchange_case(args.reps)
@@ -121,9 +128,10 @@ def main() -> None:
         overhead_case(args.reps)
     dims = MPI.Compute_dims(COMM.size, [0, 0])
     if "weak" in args.only:
-        steps_case("weak", (1024 * dims[0], 1024 * dims[1]), max(3, args.reps // 5))
+        steps_case("weak", (1024 * dims[0], 1024 * dims[1]), max(3, args.reps // 5),
+                   mode=args.mode)
     if "strong" in args.only:
-        steps_case("strong", (2048, 2048), max(3, args.reps // 5))
+        steps_case("strong", (2048, 2048), max(3, args.reps // 5), mode=args.mode)
 
 
 if __name__ == "__main__":
