@@ -7,6 +7,8 @@
   of the heat kernel on the local block (a plain NumPy array of the block's shape);
 - ``weak``: heat steps with a 1024^2 block per rank (global grows with the ranks);
 - ``strong``: heat steps on a 2048^2 global grid;
+- ``overlap`` (not in the default set): the library's steps against a hand-written overlap
+  of the exchange with the rows that read no halo;
 - ``--mode reflect`` (or any border mode): the steps in that mode (the halo beyond the global
   edge filled after each exchange), for comparison with "constant".
 
@@ -116,6 +118,60 @@ def steps_case(kind: str, shape: tuple[int, int], reps: int, steps: int = 10,
             "exchange_share": share})
 
 
+def overlap_case(reps: int, steps: int = 10) -> None:
+    """The stretch goal, measured before building it: heat steps on a 1024^2 block per
+    rank split along axis 0, as the library runs them (plan lookup, agreement, exchange,
+    then the block), the same by hand without plan and agreement ("sequential"), and a
+    hand-written overlap (post the exchange, compute the rows that read no halo, wait,
+    compute the first and last owned rows). The same results (checked)."""
+    dims = MPI.Compute_dims(COMM.size, [0, 1])
+    shape = (1024 * dims[0], 1024)
+    dec = sk.Decomposition(COMM, shape, halo=1, dims=dims)
+    g = np.random.default_rng(2).random(shape) if COMM.rank == 0 else None
+    need = halo_mod.from_offsets(dec, [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)])
+    (s, e), n, h = dec.bounds[0], dec.local_shape[0], 1
+    top, bottom = (h - 1 if s > 0 else h), (h + n + 1 if e < shape[0] else h + n)
+    cols = slice(h, h + dec.local_shape[1])  # axis 1 is not split: clipped at both edges
+    ex = dec.exchanger
+
+    def overlapped_step(u, v):
+        pending = ex.start([u], [need])
+        heat(u.data[h:h + n, cols], 0.2, out=v.data[h:h + n, cols])  # rows needing no halo
+        ex.finish(pending)
+        heat(u.data[top:h + 2, cols], 0.2, out=v.data[top:h + 2, cols])  # first row
+        heat(u.data[h + n - 2:bottom, cols], 0.2, out=v.data[h + n - 2:bottom, cols])
+
+    def sequential_step(u, v):  # what the library does, without its plan and agreement
+        ex.run([u], [need])
+        heat(u.data[top:bottom, cols], 0.2, out=v.data[top:bottom, cols])
+
+    results = {}
+    for kind in ("library", "sequential", "overlapped"):
+        u, v = dec.scatter(g), dec.zeros()
+
+        def run(kind=kind):
+            nonlocal u, v
+            for _ in range(steps):
+                if kind == "library":
+                    heat(u, 0.2, out=v)
+                elif kind == "sequential":
+                    sequential_step(u, v)
+                else:
+                    overlapped_step(u, v)
+                u, v = v, u
+
+        run()
+        results[kind] = timed(run, reps) / steps
+        results[kind + "_result"] = dec.gather(u)
+    ref = results.pop("library_result")
+    same = [bool(np.array_equal(ref, results.pop(k + "_result"))) if COMM.rank == 0 else None
+            for k in ("sequential", "overlapped")]
+    report({"case": "overlap", "global": list(shape), "dims": dec.dims,
+            "library_step_s": results["library"], "sequential_step_s": results["sequential"],
+            "overlapped_step_s": results["overlapped"],
+            "same_result": same})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=30)
@@ -126,6 +182,8 @@ def main() -> None:
         exchange_case(args.reps)
     if "overhead" in args.only:
         overhead_case(args.reps)
+    if "overlap" in args.only:
+        overlap_case(max(3, args.reps // 3))
     dims = MPI.Compute_dims(COMM.size, [0, 0])
     if "weak" in args.only:
         steps_case("weak", (1024 * dims[0], 1024 * dims[1]), max(3, args.reps // 5),

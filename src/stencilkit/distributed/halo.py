@@ -195,6 +195,12 @@ class Exchanger:
             via: Decomposition | None = None) -> None:
         """Fill the halo regions ``needs`` of ``arrays``; ``via`` is this decomposition
         seen with more axes periodic (``Decomposition.wrapped``), whose neighbours to use."""
+        self.finish(self.start(arrays, needs, via))
+
+    def start(self, arrays: list[DistributedArray], needs: list[Need],
+              via: Decomposition | None = None) -> tuple:
+        """Post the receives and the sends of ``run`` and return at once (what ``finish``
+        waits for): the owned blocks may be read meanwhile, not the halos written."""
         from mpi4py import MPI
 
         started = time.perf_counter()
@@ -222,6 +228,15 @@ class Exchanger:
                 np.copyto(buf, view)
                 requests.append(comm.Isend([buf, MPI.BYTE], dest=dest,
                                            tag=k * stride + _code(d)))
+        self.seconds += time.perf_counter() - started
+        return requests, unpack
+
+    def finish(self, pending: tuple) -> None:
+        """Wait for an exchange ``start`` posted, and unpack what it received."""
+        from mpi4py import MPI
+
+        started = time.perf_counter()
+        requests, unpack = pending
         MPI.Request.Waitall(requests)
         for view, buf in unpack:
             np.copyto(view, buf)
