@@ -42,7 +42,8 @@ Widths = Sequence[tuple[int, int]]
 @dataclass(frozen=True, eq=False)  # eq=False: identity, as ``src`` holds an array
 class AxisFill:
     """One copy ``data[dst] = data[src]``: a halo slab beyond the global edge along
-    ``axis``, from the owned cells the mode maps it to (``src`` indexes ``axis`` with an
+    ``axis``, from the cells the mode maps it to (owned, or received into the halo by a
+    widened exchange: ``reach``; ``src`` indexes ``axis`` with an
     integer array, the other axes with the slab's slices)."""
 
     axis: int
