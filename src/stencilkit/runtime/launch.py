@@ -15,12 +15,12 @@ import numpy as np
 
 from ..codegen.numba import PARALLEL_MIN_WORK
 from ..errors import ArgumentError, Location
+from ..ir.kernel import STATUS_INDEX, STATUS_OFFSET, STATUS_RANGE_STEP
 from .numpy_support import RangeStepError
 
-STATUS_NEIGHBORHOOD = 1
-STATUS_INDEX = 2
+# the kernel's codes are the kernel IR's; 3 is the C entry point's own (out overlaps an input)
+STATUS_NEIGHBORHOOD = STATUS_OFFSET
 STATUS_OVERLAP = 3
-STATUS_RANGE_STEP = 4
 
 
 class PointCall:
