@@ -149,6 +149,34 @@ def case_timeloop(n: int, steps: int, repeats: int) -> dict:
             "seconds": t, "reference": "stencilkit-c-python-loop"}
 
 
+def _opencl() -> bool:
+    """Whether the "opencl" backend runs here (its rows are left out otherwise)."""
+    from . import registry
+
+    return registry.REGISTRY["opencl"].available
+
+
+def _opencl_point_rows(func, a: np.ndarray, out: np.ndarray) -> dict[str, Callable[[], object]]:
+    """"stencilkit-opencl": NumPy arrays, copied to the device and back on every call;
+    "stencilkit-opencl-device": pyopencl arrays, in place (the kernel alone, plus launch)."""
+    if not _opencl():
+        return {}
+    import pyopencl.array as cla
+
+    import stencilkit as sk
+    from stencilkit.runtime.opencl import device
+
+    st = sk.stencil(func, backend="opencl")
+    q = device().queue
+    da, dout = cla.to_device(q, a), cla.to_device(q, out)
+
+    def on_device():
+        st(da, out=dout)
+        q.finish()
+
+    return {"stencilkit-opencl": lambda: st(a, out=out), "stencilkit-opencl-device": on_device}
+
+
 def case_jacobi2d(n: int, repeats: int) -> dict:
     import stencilkit as sk
 
@@ -164,7 +192,7 @@ def case_jacobi2d(n: int, repeats: int) -> dict:
         out[1:-1, 1:-1] = 0.25 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
 
     fns = {"stencilkit-c": lambda: c(a, out=out), "stencilkit-numpy": lambda: npb(a, out=out),
-           "numpy-slicing": hand}
+           "numpy-slicing": hand, **_opencl_point_rows(jacobi, a, out)}
     nb = _numba()
     if nb is not None:
         nbs = nb.stencil(jacobi)
@@ -263,7 +291,7 @@ def case_lap3d(n: int, repeats: int) -> dict:
                                  - 6.0 * a[1:-1, 1:-1, 1:-1])
 
     fns = {"stencilkit-c": lambda: c(a, out=out), "stencilkit-numpy": lambda: npb(a, out=out),
-           "numpy-slicing": hand}
+           "numpy-slicing": hand, **_opencl_point_rows(lap, a, out)}
     nb = _numba()
     if nb is not None:
         nbs = nb.stencil(lap)
@@ -296,6 +324,9 @@ def case_overhead(repeats: int) -> dict:
     c = sk.stencil(lap, backend="c")
     c(a, out=out)
     fns: dict[str, Callable[[], object]] = {"stencilkit-c": lambda: c(a, out=out)}
+    for name, f in _opencl_point_rows(lap, a, out).items():
+        f()
+        fns[name] = f
     nb = _numba()
     if nb is not None:
         fns["numba.stencil"] = _jitted_stencil(nb, nb.stencil(lap), a, out)
@@ -342,6 +373,9 @@ def case_hdiff(n: int, nk: int, repeats: int) -> dict:
 
     fns = {"stencilkit-c": lambda: c(inp, out, coeff, **geo),
            "stencilkit-numpy": lambda: npb(inp, out, coeff, **geo), "numpy-slicing": hand}
+    if _opencl():  # NumPy fields: copied to the device and back on every call
+        ocl = sk.stencil(defs.hdiff, backend="opencl")
+        fns["stencilkit-opencl"] = lambda: ocl(inp, out, coeff, **geo)
     nb = _numba()
     if nb is not None:
         fns["numba-njit-parallel"] = lambda: defs.hdiff_numba(inp, coeff, out)
@@ -373,6 +407,9 @@ def case_tridiag(n: int, nk: int, repeats: int) -> dict:
         "stencilkit-c-c-order": lambda: c(*work["c-order"]),
         "stencilkit-numpy": lambda: npb(*work["c-order"]),
     }
+    if _opencl():
+        ocl = sk.stencil(defs.tridiagonal, backend="opencl")
+        fns["stencilkit-opencl"] = lambda: ocl(*work["c-order"])
     nb = _numba()
     if nb is not None:
         fns["numba-njit-parallel"] = lambda: defs.tridiag_numba(*work["c-order"])
@@ -423,6 +460,10 @@ def case_parloop_inc(n_cells: int, repeats: int) -> dict:
                                                    backend="c", race=race)
     loops["stencilkit-numpy"] = sk.ParLoop(spread, cells, vals(sk.READ), acc(sk.INC, c2n),
                                            backend="numpy")
+    if _opencl():
+        for race in ("atomic", "color"):
+            loops[f"stencilkit-opencl-{race}"] = sk.ParLoop(
+                spread, cells, vals(sk.READ), acc(sk.INC, c2n), backend="opencl", race=race)
     t0 = time.perf_counter()
     block_coloring(len(tri), [tri], [len(xy)])
     coloring = time.perf_counter() - t0
@@ -481,7 +522,7 @@ def _table(results: list[dict], bw: dict[str, float]) -> str:
             gbs = r["bytes"] / t / 1e9 if r["bytes"] else None
             rate = f"{gbs:8.1f}" if gbs else " " * 8
             frac = f"{gbs / bw['copy']:8.2f}" if gbs else " " * 8
-            ratio = f"{t / ours:8.2f}" if ours and r["bytes"] else " " * 8
+            ratio = f"{t / ours:8.2f}" if ours else " " * 8
             shown = f"{t * 1e6:9.2f} us" if t < 1e-3 else f"{t * 1e3:9.2f} ms"
             lines.append(f"{r['name']:<14} {impl:<22} {shown:>12} {rate} {frac} {ratio}")
         if "coloring_seconds" in r:

@@ -42,6 +42,9 @@ class Config:
     openmp: bool = field(default_factory=lambda: os.environ.get("STENCILKIT_OPENMP", "1") != "0")
     lazy: bool = False
     race: str = field(default_factory=lambda: os.environ.get("STENCILKIT_RACE", "auto"))
+    #: The OpenCL device: None (first GPU, else first CPU), "P:D", or part of its name
+    opencl_device: str | None = field(
+        default_factory=lambda: os.environ.get("STENCILKIT_OPENCL_DEVICE") or None)
 
 
 _current = Config()

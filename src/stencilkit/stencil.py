@@ -27,6 +27,7 @@ from .ir import definition as d
 from .passes import pipeline
 from .passes.lower_point import MODES, Layout
 from .runtime.launch import PointCall, check_shapes
+from .runtime.opencl import is_device_array, unit_last_stride
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
 _COMPUTATION_OPTIONS = {"backend", "externals", "dtypes"}
@@ -38,7 +39,10 @@ _I64_MIN = -(2**63)  # a constant: the call path compares with it per int argume
 
 
 def _array_key(a: np.ndarray) -> tuple:
-    """Must equal the key ``PointStencil.__call__`` computes inline."""
+    """Must equal the key ``PointStencil.__call__`` computes inline (for NumPy arrays; the
+    key of a device array says so, as its layout reaches the kernel unchanged)."""
+    if is_device_array(a):
+        return (a.dtype, a.ndim, unit_last_stride(a), "device")
     return (a.dtype, a.ndim, a.strides[-1] == a.itemsize)
 
 
@@ -178,19 +182,20 @@ class PointStencil:
             return point.call(self, args, out)
         if integrations.any_foreign(args) or integrations.is_foreign(out):
             return integrations.point_call(self, args, out)  # dask arrays, xarray objects
-        if out is not None and not isinstance(out, np.ndarray):
+        if out is not None and not isinstance(out, np.ndarray) and not is_device_array(out):
             raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__,
                                 hint="pass out= as a NumPy array")
         args = self._normalize(args)
         for i, a in enumerate(args):
-            if isinstance(a, np.ndarray) and a.ndim == 0:
+            if (isinstance(a, np.ndarray) or is_device_array(a)) and a.ndim == 0:
                 raise ArgumentError(f"argument {i + 1} is a 0-dimensional array",
                                     stencil=self.__name__,
                                     hint="pass a number for a scalar, or an array with dimensions")
         if out is not None and out.ndim == 0:
             raise ArgumentError("'out' is a 0-dimensional array", stencil=self.__name__,
                                 hint="pass out= with the shape of the first argument")
-        key = tuple(_array_key(a) if type(a) is np.ndarray else _scalar_key(a) for a in args)
+        key = tuple(_array_key(a) if type(a) is np.ndarray or is_device_array(a)
+                    else _scalar_key(a) for a in args)
         okey = None if out is None else _array_key(out)
         call = self._specs.get((key, okey))
         if call is None:
@@ -200,7 +205,7 @@ class PointStencil:
     def _normalize(self, args: tuple[object, ...]) -> tuple[object, ...]:
         out = []
         for i, a in enumerate(args):
-            if type(a) is np.ndarray or isinstance(a, _SCALAR_TYPES):
+            if type(a) is np.ndarray or isinstance(a, _SCALAR_TYPES) or is_device_array(a):
                 out.append(a)
             elif isinstance(a, np.ndarray):  # a subclass (memmap, ...): a plain view, so that
                 out.append(a.view(np.ndarray))  # the signature key sees its dtype and layout
@@ -246,7 +251,7 @@ class PointStencil:
                                 hint=f"call it with {len(kernel.params)} arguments")
         types = []
         for p, a in zip(kernel.params, args):
-            if isinstance(a, np.ndarray):
+            if isinstance(a, np.ndarray) or is_device_array(a):
                 if a.dtype not in dtypes.SUPPORTED:
                     raise ArgumentError(f"argument '{p}' has unsupported dtype {a.dtype}",
                                         stencil=self.__name__, loc=kernel.loc,

@@ -1,0 +1,219 @@
+"""The OpenCL platform: a kernel function's parallel loops become NDRanges of work-items.
+
+Requires: a ``KernelFunction`` whose loops that may run concurrently are marked
+``parallel`` (perfectly nested parallel loops are all independent: each marked loop's
+iterations touch disjoint outputs), whose loop bounds of parallel loops depend only on
+parameters and on enclosing serial loops' counters, and whose statements outside parallel
+loops declare nothing that a parallel loop reads.
+
+Ensures: a ``LaunchPlan``: an ordered list of steps, each either a ``Launch`` (one OpenCL
+kernel over up to three perfectly nested parallel loops, the innermost one the fastest
+work-item dimension 0 so that neighbouring work-items touch neighbouring elements) or a
+``HostLoop`` (a serial loop whose body holds parallel loops: the host runs it and passes its
+counter to the kernels inside, since work-items of one launch cannot wait for each other).
+Statements outside any parallel loop run as a launch of one work-item; the conditions of
+enclosing branches are repeated inside each launch (they depend only on parameters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes
+from ..ir import kernel as k
+from ..ir.core import walk
+
+MAX_DIMS = 3  # OpenCL NDRanges have up to three dimensions
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One NDRange dimension: ``counter`` runs over [start, stop)."""
+
+    counter: k.Symbol
+    start: k.Expr
+    stop: k.Expr
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One OpenCL kernel: ``dims`` (dimension 0 first; empty: a single work-item) and the
+    body each work-item runs, under ``conditions``. ``params``: the kernel function's
+    parameters it uses, then the host loops' counters."""
+
+    name: str
+    params: tuple[k.Symbol, ...]
+    dims: tuple[Dim, ...]
+    conditions: tuple[k.Expr, ...]
+    body: tuple[k.Stmt, ...]
+
+
+@dataclass(frozen=True)
+class HostLoop:
+    counter: k.Symbol
+    start: k.Expr
+    stop: k.Expr
+    step: k.Expr
+    body: tuple[Step, ...]
+
+
+Step = Launch | HostLoop
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    kernel: k.KernelFunction
+    steps: tuple[Step, ...]
+
+    def launches(self) -> list[Launch]:
+        out: list[Launch] = []
+
+        def visit(steps: tuple[Step, ...]) -> None:
+            for s in steps:
+                if isinstance(s, Launch):
+                    out.append(s)
+                else:
+                    visit(s.body)
+        visit(self.steps)
+        return out
+
+
+def _has_parallel(s: k.Stmt) -> bool:
+    return any(isinstance(n, k.Loop) and n.parallel for n in walk(s))
+
+
+class _Splitter:
+    def __init__(self, kf: k.KernelFunction) -> None:
+        self.kf = kf
+        self.count = 0
+
+    def name(self) -> str:
+        self.count += 1
+        return f"{self.kf.name}_{self.count}"
+
+    def split(self, body: tuple[k.Stmt, ...], conds: tuple[k.Expr, ...],
+              counters: tuple[k.Symbol, ...]) -> list[Step]:
+        steps: list[Step] = []
+        serial: list[k.Stmt] = []
+
+        def flush() -> None:
+            if serial:
+                steps.append(self.launch((), conds, tuple(serial), counters))
+                serial.clear()
+
+        for s in body:
+            if not _has_parallel(s):
+                serial.append(s)
+                continue
+            flush()
+            match s:
+                case k.Section(body=inner):
+                    steps += self.split(inner, conds, counters)
+                case k.Branch(cond=c, then=then, orelse=orelse):
+                    steps += self.split(then, conds + (c,), counters)
+                    if orelse:
+                        neg = k.Op("!", (c,), dtype=dtypes.BOOL)
+                        steps += self.split(orelse, conds + (neg,), counters)
+                case k.Loop(parallel=par) if par:
+                    steps.append(self.nest(s, conds, counters))
+                case k.Loop(counter=ctr, start=a, stop=b, step=st, body=inner):
+                    steps.append(HostLoop(ctr, a, b, st,
+                                          tuple(self.split(inner, conds, counters + (ctr,)))))
+                case _:
+                    raise NotImplementedError(f"OpenCL: parallel loop inside {type(s).__name__}")
+        flush()
+        return steps
+
+    def nest(self, loop: k.Loop, conds: tuple[k.Expr, ...],
+             counters: tuple[k.Symbol, ...]) -> Launch:
+        """Up to three perfectly nested parallel loops with unit steps and bounds that do not
+        depend on each other become the NDRange; the rest is the work-item's body."""
+        loops = [loop]
+        while len(loops) < MAX_DIMS:
+            inner = loops[-1].body
+            if not (len(inner) == 1 and isinstance(inner[0], k.Loop) and inner[0].parallel):
+                break
+            cand = inner[0]
+            bound = {lp.counter.name for lp in loops}
+            used = {n.symbol.name for e in (cand.start, cand.stop) for n in walk(e)
+                    if isinstance(n, k.Sym)}
+            if used & bound or not _unit(cand.step):
+                break
+            loops.append(cand)
+        if not _unit(loops[0].step):
+            raise NotImplementedError("OpenCL: a parallel loop with a non-unit step")
+        dims = tuple(Dim(lp.counter, lp.start, lp.stop) for lp in reversed(loops))
+        return self.launch(dims, conds, loops[-1].body, counters)
+
+    def launch(self, dims: tuple[Dim, ...], conds: tuple[k.Expr, ...],
+               body: tuple[k.Stmt, ...], counters: tuple[k.Symbol, ...]) -> Launch:
+        used: set[str] = set()
+        roots: list[object] = [*body, *conds, *(e for d in dims for e in (d.start, d.stop))]
+        for r in roots:
+            for n in walk(r):
+                match n:
+                    case k.Sym(symbol=s):
+                        used.add(s.name)
+                    case k.Load(buffer=b) | k.Store(buffer=b):
+                        used.add(b.base.name)
+                        used.update(e.symbol.name for e in b.strides if isinstance(e, k.Sym))
+        params = tuple(p for p in self.kf.params if p.name in used)
+        params += tuple(c for c in counters if c.name in used)
+        return Launch(self.name(), params, dims, conds, body)
+
+
+def _unit(e: k.Expr) -> bool:
+    return isinstance(e, k.Constant) and int(e.value) == 1
+
+
+def mark_parallel_nests(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
+    """Point kernels: the loops directly nested in a parallel loop over the output's
+    dimensions (internal counters, unit steps) are independent too, so mark them parallel.
+    User loops (whose counters are user names, ending with ``_``) are left alone."""
+    def visit(s: k.Stmt, inside: bool) -> k.Stmt:
+        match s:
+            case k.Loop(counter=c, body=b, step=st):
+                mine = bool(s.parallel) or (inside and not c.name.endswith("_") and _unit(st))
+                only = len(b) == 1 and isinstance(b[0], k.Loop)
+                new_body = tuple(visit(x, mine and only) for x in b)
+                return k.Loop(c, s.start, s.stop, st, new_body, mine or s.parallel, s.vectorize,
+                              loc=s.loc, source=s.source)
+            case k.Section(title=t, body=b):
+                return k.Section(t, tuple(visit(x, False) for x in b), loc=s.loc,
+                                 source=s.source)
+            case k.Branch(cond=c, then=a, orelse=o):
+                return k.Branch(c, tuple(visit(x, False) for x in a),
+                                tuple(visit(x, False) for x in o), loc=s.loc, source=s.source)
+        return s
+    return tuple(visit(s, False) for s in body)
+
+
+def plan(kf: k.KernelFunction) -> LaunchPlan:
+    """The launches of ``kf`` (see the module's docstring)."""
+    return LaunchPlan(kf, tuple(_Splitter(kf).split(kf.body, (), ())))
+
+
+# ---------------------------------------------------------------- host-side evaluation
+
+
+def evaluate(e: k.Expr, env: dict[str, object]) -> int:
+    """The value of an index expression of parameters and host counters (loop bounds and
+    NDRange sizes), with C's semantics for the operators it may contain."""
+    match e:
+        case k.Constant(value=v):
+            return int(v)
+        case k.Sym(symbol=s):
+            return int(env[s.name])  # type: ignore[call-overload]
+        case k.Op(op="neg", args=(a,)):
+            return -evaluate(a, env)
+        case k.Op(op="+" | "-" | "*" as op, args=(a, b)):
+            x, y = evaluate(a, env), evaluate(b, env)
+            return x + y if op == "+" else x - y if op == "-" else x * y
+        case k.MathCall(func="min" | "max" | "minimum" | "maximum" as f, args=args):
+            vals = [evaluate(a, env) for a in args]
+            return min(vals) if f in ("min", "minimum") else max(vals)
+        case k.Convert(value=v) if np.issubdtype(e.dtype, np.integer):
+            return evaluate(v, env)
+    raise NotImplementedError(f"OpenCL: cannot evaluate {e!r} on the host")
