@@ -211,7 +211,7 @@ def test_parloop_generate_is_opencl_and_c_kernels_are_refused():
     d = sk.Dat(cells)
     loop = sk.ParLoop(sk.Kernel("void k(double *a) { a[0] = 1; }", "k"), cells, d(sk.WRITE),
                       backend="opencl")
-    with pytest.raises(sk.BackendError, match="C-source kernels"):
+    with pytest.raises(sk.StencilError, match="C-string kernels"):
         loop.compute()
 
 

@@ -60,7 +60,7 @@ def test_user_loops_stay_inside_the_work_item():
 
 def _computation_plan(func) -> platform.LaunchPlan:
     st = sk.stencil(func, backend="numpy")
-    plan = st.plans["c"]
+    plan = st.plans[True]  # the plan of backends that inline temporaries
     layout = {f.name: len(f.axes) - 1 for f in plan.definition.fields}
     layout.update({t: 2 for t, _ in plan.definition.temporaries})
     kf = OpenCLComputationLowering(plan.definition, plan.schedule, layout, st.source).lower_all()
