@@ -54,9 +54,9 @@ def build_computation(defn, sched, src, fields):
     """(source, run) of a scheduled computation; ``run(values, temporaries, geometry)``
     copies the fields to the device, runs the plan and copies written fields back.
     Temporaries live on the device only."""
-    from ..codegen import c as cgen
     from ..codegen import opencl as printer
-    from ..codegen.c_computation import AXES, domain_key, origin_key
+    from ..codegen.kernel_text import kernel_ir_text
+    from ..passes.lower_computation import AXES, domain_key, origin_key
     from ..passes.opencl_computation import OpenCLComputationLowering
     from ..passes.pipeline import dump
     from ..runtime import opencl as ocl
@@ -68,7 +68,7 @@ def build_computation(defn, sched, src, fields):
     layout.update({t: 2 for t, _ in defn.temporaries})
     lowering = OpenCLComputationLowering(defn, sched, layout, src)
     kf = lowering.lower_all()
-    dump("kernel", defn.name, cgen.kernel_ir_text(kf))
+    dump("kernel", defn.name, kernel_ir_text(kf))
     plan = platform.plan(kf)
     source = printer.program_source(plan)
     exe = Executable(plan, source, defn.name)
@@ -113,8 +113,8 @@ def build_computation(defn, sched, src, fields):
 def build_parloop(name: str, typed, specs, src, race: str):
     """(source, OpenCLParLoop) of a ParLoop of a Python kernel; ``race``: "color", "atomic"
     or "none" (no shared writes)."""
-    from ..codegen import c_parloop as cpl
     from ..codegen import opencl_parloop as ocp
+    from ..passes import lower_parloop as cpl
     from ..runtime.opencl_launch import OpenCLParLoop
 
     require_dtypes(name, [s.dtype for s in specs])

@@ -86,21 +86,6 @@ class OpenCLPrinter(CFamilyPrinter):
     def __init__(self) -> None:
         super().__init__()
 
-    @staticmethod
-    def _libm(func: str, t: np.dtype) -> str:
-        if dtypes.is_complex(t):
-            raise NotImplementedError("OpenCL has no complex types")
-        return {"gamma": "tgamma"}.get(func, func)  # overloaded for float and double
-
-    def loop(self, s: k.Loop, indent: str) -> list[str]:
-        lines = super().loop(s, indent)
-        if isinstance(s.step, k.Constant):
-            return lines
-        # range() with a run-time step of 0: flag it and skip (the loop would never end)
-        return [f"{indent}if ({self.expr(s.step)} == 0) {{",
-                f"{indent}    sk_error = {cgen.STATUS_RANGE_STEP};",
-                f"{indent}}} else {{", *lines, f"{indent}}}"]
-
     def stmt(self, s: k.Stmt, indent: str) -> list[str]:
         if isinstance(s, k.DeclareArray):
             if not isinstance(s.size, k.Constant):

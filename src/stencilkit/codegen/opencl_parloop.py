@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from .c_parloop import ArgSpec
+from ..passes.lower_parloop import ArgSpec
+from ..passes.opencl_platform import OPENCL_PLATFORM
 from .opencl import STATUS, OpenCLPrinter, cl_type
 
 WORK_GROUP = 64  # work-items per group for loops that reduce into Globals
@@ -58,7 +59,7 @@ def kernel_function(kf: k.KernelFunction, printer: OpenCLPrinter) -> str:
     for p in kf.params:
         const = "const " if p.has(k.ReadOnly) else ""
         params.append(f"{const}{dtypes.c_name(p.dtype)} *restrict {p.name}")
-    body = printer.stmts(kf.body, "    ")
+    body = printer.stmts(OPENCL_PLATFORM.lower_body(kf.body, kf), "    ")
     printer.declared.clear()
     return "\n".join([f"static inline int {kf.name}({', '.join(params)})", "{",
                       "    int sk_error = 0;", *body, "    return sk_error;", "}"])

@@ -14,8 +14,8 @@ Requires what ``ComputationLowering`` requires. Ensures a kernel function in whi
 from __future__ import annotations
 
 from ..analysis.schedule import MultiStage, Stage
-from ..codegen.c_computation import ComputationLowering, _const, stage_union
 from ..ir import kernel as k
+from .lower_computation import ComputationLowering, _const, stage_union
 
 
 class OpenCLComputationLowering(ComputationLowering):
@@ -29,7 +29,7 @@ class OpenCLComputationLowering(ComputationLowering):
                                                                if a != 2]
         for axis in reversed(order):
             start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=True),)
+            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=k.Parallel()),)
         return body[0]
 
     def columns_group(self, group: list[tuple[int, MultiStage]]) -> k.Stmt:
@@ -49,5 +49,5 @@ class OpenCLComputationLowering(ComputationLowering):
         body: tuple[k.Stmt, ...] = tuple(per_level)
         for axis in reversed([a for a in self.loop_order() if a != 2]):
             start, stop = self.horizontal_range(axis, ext)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=True),)
+            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=k.Parallel()),)
         return k.Section(title, body)

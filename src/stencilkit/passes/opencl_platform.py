@@ -17,13 +17,16 @@ enclosing branches are repeated inside each launch (they depend only on paramete
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from ..ir.core import walk
+from ..ir.core import rewrite, walk
+from .platforms.base import status_constant
+from .platforms.c import _TESTS, CPlatform, libm
 
 MAX_DIMS = 3  # OpenCL NDRanges have up to three dimensions
 
@@ -116,10 +119,13 @@ class _Splitter:
                     if orelse:
                         neg = k.Op("!", (c,), dtype=dtypes.BOOL)
                         steps += self.split(orelse, conds + (neg,), counters)
+                case k.ParallelRegion(body=inner):  # "planes": host K loops of launches
+                    steps += self.split(inner, conds, counters)
                 case k.Loop(parallel=par) if par:
                     steps.append(self.nest(s, conds, counters))
                 case k.Loop(counter=ctr, start=a, stop=b, step=st, body=inner):
-                    steps.append(HostLoop(ctr, a, b, st,
+                    lower = OPENCL_PLATFORM.lower_expr
+                    steps.append(HostLoop(ctr, lower(a), lower(b), lower(st),
                                           tuple(self.split(inner, conds, counters + (ctr,)))))
                 case _:
                     raise NotImplementedError(f"OpenCL: parallel loop inside {type(s).__name__}")
@@ -149,6 +155,11 @@ class _Splitter:
 
     def launch(self, dims: tuple[Dim, ...], conds: tuple[k.Expr, ...],
                body: tuple[k.Stmt, ...], counters: tuple[k.Symbol, ...]) -> Launch:
+        # what a work-item runs: the abstract nodes left lowered by the OpenCL platform
+        body = OPENCL_PLATFORM.lower_body(body, self.kf)
+        conds = tuple(OPENCL_PLATFORM.lower_expr(c) for c in conds)
+        dims = tuple(Dim(d.counter, OPENCL_PLATFORM.lower_expr(d.start),
+                         OPENCL_PLATFORM.lower_expr(d.stop)) for d in dims)
         used: set[str] = set()
         roots: list[object] = [*body, *conds, *(e for d in dims for e in (d.start, d.stop))]
         for r in roots:
@@ -175,10 +186,12 @@ def mark_parallel_nests(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
     def visit(s: k.Stmt, inside: bool) -> k.Stmt:
         match s:
             case k.Loop(counter=c, body=b, step=st):
-                mine = bool(s.parallel) or (inside and not c.name.endswith("_") and _unit(st))
+                mine = s.parallel is not None or (inside and not c.name.endswith("_")
+                                                  and _unit(st))
                 only = len(b) == 1 and isinstance(b[0], k.Loop)
                 new_body = tuple(visit(x, mine and only) for x in b)
-                return k.Loop(c, s.start, s.stop, st, new_body, mine or s.parallel, s.vectorize,
+                par = s.parallel or (k.Parallel() if mine else None)
+                return k.Loop(c, s.start, s.stop, st, new_body, par, s.vectorize,
                               loc=s.loc, source=s.source)
             case k.Section(title=t, body=b):
                 return k.Section(t, tuple(visit(x, False) for x in b), loc=s.loc,
@@ -190,9 +203,80 @@ def mark_parallel_nests(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
     return tuple(visit(s, False) for s in body)
 
 
+class OpenCLPlatform(CPlatform):
+    """What is left abstract inside one work-item's body, as OpenCL C. Parallel loops that
+    did not become NDRange dimensions run serially in the work-item; the error status is
+    the work-item's private ``sk_error`` (the kernel stores it into the status buffer);
+    math functions are overloaded by type (``sqrt`` for float and double, no ``sqrtf``)
+    and OpenCL C has no complex types (the backend refuses complex dtypes)."""
+
+    name = "opencl"
+
+    def lower_body(self, body: tuple[k.Stmt, ...], kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        return self.stmts(tuple(rewrite(s, self._expression) for s in body), kf)
+
+    def lower_expr(self, e: k.Expr) -> k.Expr:
+        return rewrite(e, self._expression)
+
+    def parallel_loop(self, loop: k.Loop, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        return (dataclasses.replace(loop, parallel=None, vectorize=False),)
+
+    def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
+        return (k.Block(region.body, loc=region.loc),)
+
+    def vector_loop(self, loop: k.Loop) -> tuple[k.Stmt, ...]:
+        return (dataclasses.replace(loop, vectorize=False),)
+
+    def atomic_update(self, s: k.AtomicUpdate) -> tuple[k.Stmt, ...]:
+        raise NotImplementedError("OpenCL: atomic updates are printed by codegen.opencl_parloop")
+
+    def set_error(self, code: int, kf: k.KernelFunction, s: k.SetError) -> tuple[k.Stmt, ...]:
+        assert kf.status is not None, f"{kf.name} sets an error but has no status symbol"
+        return (k.SetSym(kf.status, status_constant(code), loc=s.loc, source=s.source),)
+
+    def error_prologue(self, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        return ()  # the kernel declares sk_error and stores it into the status buffer
+
+    def error_epilogue(self, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        return ()
+
+    def math_call(self, call: k.MathCall) -> k.Expr:
+        e = super().math_call(call)
+        a = call.args[0].dtype
+        if isinstance(e, k.CCall) and dtypes.is_float(a) and call.func not in _TESTS:
+            # C's libm names per precision (sqrtf) -> OpenCL's overloaded built-ins (sqrt)
+            func = "fabs" if call.func == "abs" else call.func
+            if e.name == libm(func, a):
+                e = dataclasses.replace(e, name={"gamma": "tgamma"}.get(func, func))
+        return e
+
+
+OPENCL_PLATFORM = OpenCLPlatform()
+
+
 def plan(kf: k.KernelFunction) -> LaunchPlan:
     """The launches of ``kf`` (see the module's docstring)."""
+    kf = dataclasses.replace(kf, body=_without_thresholds(kf.body))
     return LaunchPlan(kf, tuple(_Splitter(kf).split(kf.body, (), ())))
+
+
+def _without_thresholds(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
+    """Parallel loops always launch here: drop their ``only_if`` thresholds (for CPU
+    threads) and the top-level declarations only those read (``sk_work``), which would
+    otherwise cost a launch of one work-item per call."""
+    def strip(node):
+        if isinstance(node, k.Parallel) and node.only_if is not None:
+            return dataclasses.replace(node, only_if=None)
+        return None
+    body = tuple(rewrite(s, strip) for s in body)
+    read = {n.symbol.name for s in body for n in walk(s) if isinstance(n, k.Sym)}
+    return tuple(s for s in body if not (isinstance(s, k.Declare) and s.symbol.name not in read
+                                         and (s.value is None or _pure(s.value))))
+
+
+def _pure(e: k.Expr) -> bool:
+    """No loads or calls: dropping it changes nothing but the declaration."""
+    return not any(isinstance(n, (k.Load, k.CCall, k.Call, k.MathCall)) for n in walk(e))
 
 
 # ---------------------------------------------------------------- host-side evaluation
@@ -211,7 +295,8 @@ def evaluate(e: k.Expr, env: dict[str, object]) -> int:
         case k.Op(op="+" | "-" | "*" as op, args=(a, b)):
             x, y = evaluate(a, env), evaluate(b, env)
             return x + y if op == "+" else x - y if op == "-" else x * y
-        case k.MathCall(func="min" | "max" | "minimum" | "maximum" as f, args=args):
+        case (k.MathCall(func="min" | "max" | "minimum" | "maximum" as f, args=args)
+              | k.Op(op="min" | "max" | "minimum" | "maximum" as f, args=args)):
             vals = [evaluate(a, env) for a in args]
             return min(vals) if f in ("min", "minimum") else max(vals)
         case k.Convert(value=v) if np.issubdtype(e.dtype, np.integer):

@@ -52,7 +52,7 @@ BACKEND = OpenCLBackend(
         inlines_temporaries=True,
     ),
     pieces=Pieces(
-        platform="stencilkit.passes.opencl_platform:plan",
+        platform="stencilkit.passes.opencl_platform:OpenCLPlatform",
         printer=PerKind(point="stencilkit.codegen.opencl:program_source",
                         computation="stencilkit.codegen.opencl:program_source",
                         parloop="stencilkit.codegen.opencl_parloop:source"),
