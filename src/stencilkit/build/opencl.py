@@ -28,7 +28,7 @@ def require_dtypes(name: str, types: object) -> None:
 
 
 def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype: np.dtype,
-                types):
+                types, mode: str = "constant"):
     """(source, Executable) of one point-kernel specialization. NumPy arrays reach the
     device as C-contiguous copies, so their last stride is the constant 1 (neighbouring
     work-items read neighbouring elements, as vectorizers and coalescing want); pyopencl
@@ -38,7 +38,8 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
 
     kernel = typed.kernel
     require_dtypes(kernel.name, [t.dtype for t in types] + [out_dtype, kernel.return_type])
-    kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype)
+    kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype,
+                        mode)
     kf = kf.__class__(kf.name, kf.params, platform.mark_parallel_nests(kf.body), kf.buffers,
                       kf.doc, kf.uses_error_flag)
     plan = platform.plan(kf)

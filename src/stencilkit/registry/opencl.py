@@ -21,10 +21,10 @@ def probe() -> str | None:
 
 
 class OpenCLBackend(Backend):
-    def build_point(self, typed, layout, src, out_dtype, types):
+    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
         from ..build import opencl
 
-        return opencl.build_point(typed, layout, src, out_dtype, types)
+        return opencl.build_point(typed, layout, src, out_dtype, types, mode)
 
     def build_computation(self, defn, sched, src, fields):
         from ..build import opencl
