@@ -10,6 +10,10 @@ import pytest
 _cache = tempfile.mkdtemp(prefix="stencilkit-test-cache-")
 os.environ.setdefault("STENCILKIT_CACHE_DIR", _cache)
 os.environ.setdefault("GT_CACHE_ROOT", _cache)  # GT4Py's own cache, out of the checkout
+# OpenCL programs built unoptimized: PoCL then compiles a kernel ~2.5x faster (CPU time),
+# which is most of the OpenCL cases' time; tests/test_opencl.py checks the optimized build
+# (stencilkit's default) on every kind.
+os.environ.setdefault("STENCILKIT_OPENCL_OPTIONS", "-cl-opt-disable")
 
 import stencilkit as sk  # noqa: E402
 from stencilkit.registry import REGISTRY, implemented  # noqa: E402

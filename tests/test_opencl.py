@@ -237,6 +237,54 @@ def test_generated_source_of_every_kind():
     assert "__kernel void sk_parloop_setter" in text
 
 
+def test_default_build_options_optimize_and_give_the_same_results():
+    """The suite builds with -cl-opt-disable (conftest.py); stencilkit's default build is
+    optimized. Both are cached apart, and the optimized one computes the same on each kind
+    (point kernels in every border mode, a computation, a coloured and an atomic ParLoop)."""
+    sk.configure(opencl_options=())
+    assert ocl.build_options() == ocl.BUILD_OPTIONS
+    rng = np.random.default_rng(7)
+    a = rng.random((23, 17))
+    for mode in ("constant", "nearest", "reflect", "mirror", "wrap"):
+        np.testing.assert_array_equal(sk.stencil(mode, backend="opencl")(blur.func)(a),
+                                      sk.stencil(mode, backend="numpy")(blur.func)(a))
+
+    def lap(inp: sk.Field[float], out: sk.Field[float]):
+        with sk.computation(sk.PARALLEL), sk.interval(...):
+            out = inp[1, 0, 0] + inp[-1, 0, 0] - 2.0 * inp[0, 1, 0]  # noqa: F841
+
+    f = rng.random((9, 8, 5))
+    outs = [np.zeros_like(f), np.zeros_like(f)]
+    for b, o in zip(("opencl", "numpy"), outs):
+        sk.stencil(lap, backend=b)(f, o, origin=(1, 0, 0), domain=(7, 7, 5))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    conn = rng.integers(0, 40, (200, 3))
+    vals = rng.integers(0, 100, 200)
+    for race in ("color", "atomic"):
+        cells, nodes = sk.Set(200), sk.Set(40)
+        acc = sk.Dat(nodes, dtype="int64")
+        total, lo, hi = (sk.Global(1, v, dtype="int64") for v in (0, 1000, -1000))
+        sk.ParLoop(scatter, cells, acc(sk.INC, sk.Map(cells, nodes, 3, conn)),
+                   sk.Dat(cells, data=vals)(sk.READ), total(sk.INC), lo(sk.MIN), hi(sk.MAX),
+                   backend="opencl", race=race).compute()
+        expect = np.zeros(40, "int64")
+        np.add.at(expect, conn.ravel(), np.repeat(vals, 3))
+        np.testing.assert_array_equal(acc.data, expect)
+        assert (total.data[0], lo.data[0], hi.data[0]) == (vals.sum(), vals.min(), vals.max())
+    built = {key[2] for key in ocl._programs}
+    assert ocl.BUILD_OPTIONS in built
+
+
+def test_build_options_are_configurable_and_checked():
+    sk.configure(opencl_options="-cl-no-such-option")
+    with pytest.raises(sk.BackendError, match=r"(?s)stencil 'k'.*-cl-no-such-option"):
+        @sk.stencil(backend="opencl")
+        def k(a):
+            return a[0, 0] * 3.0
+
+        k(np.ones((3, 3)))
+
+
 def test_forward_sweep_with_a_horizontal_dependency_runs_by_planes():
     """FORWARD with a horizontal read of what the sweep wrote: the host loops over K and
     each stage sees the whole plane of the previous stage."""

@@ -141,15 +141,22 @@ def device() -> Runtime:
     return rt
 
 
-_programs: dict[tuple[int, str], object] = {}
+_programs: dict[tuple[int, str, tuple[str, ...]], object] = {}
+
+
+def build_options() -> tuple[str, ...]:
+    """stencilkit's build options, then the configured ones (``opencl_options``)."""
+    return BUILD_OPTIONS + tuple(current().opencl_options)
 
 
 def build(source: str, stencil: str) -> object:
-    """The built program of ``source`` on the configured device: from memory, else from
-    PyOpenCL's disk cache, else compiled now. A device without fp64 refuses double-precision
-    source with a BackendError naming the stencil; a compile error shows the build log."""
+    """The built program of ``source`` on the configured device with ``build_options()``:
+    from memory, else from PyOpenCL's disk cache (keyed by source, options and device), else
+    compiled now. A device without fp64 refuses double-precision source with a BackendError
+    naming the stencil; a compile error shows the build log."""
     rt = device()
-    key = (id(rt.context), source)
+    options = build_options()
+    key = (id(rt.context), source, options)
     prg = _programs.get(key)
     if prg is not None:
         return prg
@@ -162,13 +169,13 @@ def build(source: str, stencil: str) -> object:
     from ..build.cache import root
 
     cache_dir = root() / "opencl"
-    cache_dir.mkdir(mode=0o700, exist_ok=True)
+    cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        prg = cl.Program(rt.context, source).build(options=list(BUILD_OPTIONS),
+        prg = cl.Program(rt.context, source).build(options=list(options),
                                                    cache_dir=str(cache_dir))
     except cl.RuntimeError as exc:
-        raise BackendError(f"the OpenCL compiler of {rt.name} rejected the generated code:\n"
-                           f"{exc}", stencil=stencil,
+        raise BackendError(f"the OpenCL compiler of {rt.name} rejected the generated code "
+                           f"(options {' '.join(options)}):\n{exc}", stencil=stencil,
                            hint="report this with the generated source (obj.generate("
                                 "backend='opencl')); meanwhile use another backend") from None
     _programs[key] = prg
