@@ -8,8 +8,10 @@ the first GPU of any platform, else the first CPU device, else the first device;
 text, the first device whose "platform: device" name contains it (case-insensitive), so
 ``"pocl"``, ``"nvidia"`` or ``"cpu"``/``"gpu"`` (the device type) all work.
 
-Programs are built once per (device, source) in memory, and through PyOpenCL's binary cache
-on disk in ``<stencilkit cache>/opencl`` (keyed by source, options and device).
+Programs are built once per (device, source, options) in memory. On disk, PyOpenCL leaves
+caching to drivers that cache source builds themselves (PoCL in ``POCL_CACHE_DIR``, default
+``~/.cache/pocl``; NVIDIA's), and otherwise keeps binaries in ``<stencilkit cache>/opencl``
+(keyed by source, options and device).
 """
 
 from __future__ import annotations
