@@ -19,6 +19,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from stencilkit.registry import REGISTRY, implemented
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 COUNTS: Counter = Counter()
 # Each example is a batch run in a child process: a few batches, no shrinking (the failure
@@ -148,8 +150,12 @@ scalars = st.one_of(
 
 # ---------------------------------------------------------------- areas
 
-BACKENDS = [b for b in ("numpy", "c")  # the sanitizer CI step runs only "c"
-            if b in os.environ.get("STENCILKIT_TEST_BACKENDS", "numpy,c").split(",")]
+_ONLY = [b for b in os.environ.get("STENCILKIT_TEST_BACKENDS", "").split(",") if b]
+# The backends that build both kinds the areas call (the sanitizer CI step runs only "c")
+BACKENDS = [pytest.param(b, id=b, marks=[pytest.mark.skip(reason=f"backend {b}: {why}")]
+                         if (why := REGISTRY[b].probe()) else [])
+            for b in implemented() if {"point", "computation"} <= REGISTRY[b].capabilities.kinds
+            and (not _ONLY or b in _ONLY)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

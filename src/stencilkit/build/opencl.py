@@ -7,6 +7,8 @@ where the loop structure differs), turned into a launch plan by the OpenCL platf
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import dtypes
@@ -40,8 +42,7 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     require_dtypes(kernel.name, [t.dtype for t in types] + [out_dtype, kernel.return_type])
     kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype,
                         mode)
-    kf = kf.__class__(kf.name, kf.params, platform.mark_parallel_nests(kf.body), kf.buffers,
-                      kf.doc, kf.uses_error_flag)
+    kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body))
     plan = platform.plan(kf)
     source = printer.program_source(plan)
     exe = Executable(plan, source, kernel.name)
@@ -104,7 +105,7 @@ def build_computation(defn, sched, src, fields):
                 ocl.from_device(rt, views[n], hosts[n], values[n])
         if status:
             from ..analysis.schedule import variable_k_reads
-            from ..multistage import k_offset_error
+            from ..runtime.computation import k_offset_error
 
             raise k_offset_error(defn, variable_k_reads(defn))
 
