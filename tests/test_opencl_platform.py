@@ -10,10 +10,10 @@ import stencilkit as sk
 from stencilkit.analysis.typing import ArgType
 from stencilkit.codegen import opencl as printer
 from stencilkit.ir import kernel as k
-from stencilkit.passes import opencl_platform as platform
 from stencilkit.passes import pipeline
 from stencilkit.passes.lower_point import Layout
 from stencilkit.passes.opencl_computation import OpenCLComputationLowering
+from stencilkit.passes.platforms import opencl as platform
 
 
 def _point_plan(func, ndim: int) -> platform.LaunchPlan:

@@ -2,7 +2,7 @@
 
 Each kind is lowered to kernel IR as for C (with the OpenCL variants of the lowerings
 where the loop structure differs), turned into a launch plan by the OpenCL platform
-(``passes.opencl_platform``), printed by the OpenCL printer and built by PyOpenCL.
+(``passes.platforms.opencl``), printed by the OpenCL printer and built by PyOpenCL.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import BackendError
-from ..passes import opencl_platform as platform
 from ..passes import pipeline
 from ..passes.lower_point import Layout
+from ..passes.platforms import opencl as platform
 
 #: What the generated code computes on: OpenCL C has no complex types.
 DTYPES = frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t))

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from ..passes.opencl_platform import Launch, LaunchPlan
+from ..passes.platforms.opencl import Launch, LaunchPlan
 from . import c as cgen
 from .cfamily import CFamilyPrinter
 

@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes
 from ..ir import kernel as k
 from ..passes.lower_parloop import ArgSpec
-from ..passes.opencl_platform import OPENCL_PLATFORM
+from ..passes.platforms.opencl import OPENCL_PLATFORM
 from .opencl import STATUS, OpenCLPrinter, cl_type
 
 WORK_GROUP = 64  # work-items per group for loops that reduce into Globals

@@ -2,7 +2,7 @@
 
 Every kind is lowered to kernel IR (computations with the OpenCL loop structure of
 ``passes.opencl_computation``), split into launches by the OpenCL platform
-(``passes.opencl_platform``: parallel loop nests -> NDRanges, host loops), printed by the
+(``passes.platforms.opencl``: parallel loop nests -> NDRanges, host loops), printed by the
 C-family printer's OpenCL hooks and built by PyOpenCL per device (``runtime.opencl``).
 NumPy arrays are copied to the device and back; point kernels also take pyopencl arrays in
 place. OpenCL C has no complex types, so the dtypes exclude them.
@@ -52,7 +52,7 @@ BACKEND = OpenCLBackend(
         inlines_temporaries=True,
     ),
     pieces=Pieces(
-        platform="stencilkit.passes.opencl_platform:OpenCLPlatform",
+        platform="stencilkit.passes.platforms.opencl:OpenCLPlatform",
         printer=PerKind(point="stencilkit.codegen.opencl:program_source",
                         computation="stencilkit.codegen.opencl:program_source",
                         parloop="stencilkit.codegen.opencl_parloop:source"),

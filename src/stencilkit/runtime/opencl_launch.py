@@ -13,7 +13,7 @@ from ..codegen.opencl import offset_name
 from ..errors import ArgumentError
 from ..ir import kernel as k
 from ..passes.lower_point import CVAL, FILL_BORDER
-from ..passes.opencl_platform import HostLoop, LaunchPlan, Step, evaluate
+from ..passes.platforms.opencl import HostLoop, LaunchPlan, Step, evaluate
 from . import opencl as ocl
 from .launch import PointCall, check_shapes, status_error
 

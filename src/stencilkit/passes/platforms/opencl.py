@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes
-from ..ir import kernel as k
-from ..ir.core import rewrite, walk
-from .platforms.base import status_constant
-from .platforms.c import _TESTS, CPlatform, libm
+from ... import dtypes
+from ...ir import kernel as k
+from ...ir.core import rewrite, walk
+from .base import status_constant
+from .c import _TESTS, CPlatform, libm
 
 MAX_DIMS = 3  # OpenCL NDRanges have up to three dimensions
 
