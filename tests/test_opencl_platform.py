@@ -3,6 +3,8 @@ host-side evaluation of bounds, and the printed kernels' shape."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -16,14 +18,13 @@ from stencilkit.passes.opencl_computation import OpenCLComputationLowering
 from stencilkit.passes.platforms import opencl as platform
 
 
-def _point_plan(func, ndim: int) -> platform.LaunchPlan:
+def _point_plan(func, ndim: int, mode: str = "constant") -> platform.LaunchPlan:
     st = sk.stencil(func, backend="numpy")
     kernel, src = st._parse()
     typed = pipeline.analyse(kernel, (ArgType(np.dtype(float), ndim),), None)
     kf = pipeline.lower(typed, Layout((True,), True), src.line_text, "t.py",
-                        np.dtype(float))
-    kf = k.KernelFunction(kf.name, kf.params, platform.mark_parallel_nests(kf.body),
-                          kf.buffers, kf.doc, kf.uses_error_flag)
+                        np.dtype(float), mode)
+    kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params))
     return platform.plan(kf)
 
 
@@ -44,6 +45,25 @@ def test_point_kernel_interior_is_a_3d_ndrange_fastest_axis_first():
     text = printer.program_source(plan)
     assert text.count("__kernel void") == 2
     assert "get_global_id(2)" in text and "sqrtf" not in text
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+def test_border_modes_keep_a_work_item_per_interior_point(ndim):
+    """In the remapping modes the lowering puts each interior row's two border strips in the
+    row loop, next to the interior loop (for CPU caches): the plan splits them apart, so the
+    interior is still an ndim-D NDRange; the 2-D border rows (serial for CPU threads) are a
+    work-item per row; the empty 1-D border-rows section costs no launch."""
+    func = {1: lambda a: a[-1] + a[1], 2: lambda a: a[-1, 0] + a[0, 1], 3: lap3}[ndim]
+    launches = _point_plan(func, ndim, "reflect").launches()
+    interior = launches[-1]
+    assert [d.counter.name for d in interior.dims] == [f"i{d}" for d in reversed(range(ndim))]
+    strips = launches[-2]  # a work-item per row (its two strips), one in 1-D
+    assert [d.counter.name for d in strips.dims] == [f"i{d}" for d in reversed(range(ndim - 1))]
+    if ndim == 1:
+        assert len(launches) == 2
+    else:
+        rows = launches[0]
+        assert [d.counter.name for d in rows.dims] == ["r0"] and len(launches) == 3
 
 
 def test_user_loops_stay_inside_the_work_item():

@@ -42,7 +42,7 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     require_dtypes(kernel.name, [t.dtype for t in types] + [out_dtype, kernel.return_type])
     kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype,
                         mode)
-    kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body))
+    kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params))
     plan = platform.plan(kf)
     source = printer.program_source(plan)
     exe = Executable(plan, source, kernel.name)
