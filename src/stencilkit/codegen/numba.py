@@ -301,6 +301,132 @@ def _belongs(p: k.Symbol, key: str) -> bool:
                or isinstance(q, k.ScalarArgument) and q.name == key for q in p.properties)
 
 
+class NumbaModulePrinter(NumbaPrinter):
+    """Prints platform-lowered kernel IR (``passes/platforms/numba.py``): computations and
+    ParLoops. The platform has made the status an array the body declares and returns, the
+    parallel loops ``prange`` pragmas and the local arrays flat; this printer adds NumPy's
+    spelling of local arrays (``_np.empty``), of pointers into an array (a view from the
+    element on) and of calls between the module's functions."""
+
+    def __init__(self, kernel: k.KernelFunction) -> None:
+        super().__init__(kernel)
+        self.uses_status = False  # the platform declares it
+        if kernel.status is not None:
+            self.status = kernel.status.name
+
+    def _expr(self, e: k.Expr) -> tuple[str, int]:
+        match e:
+            case k.Address(buffer=b, indices=(i,)):
+                return f"{b.base.name}[{self.expr(i)}:]", _ATOM
+            case k.Call(function=f, args=args):
+                return f"{f}({', '.join(self.expr(a) for a in args)})", _ATOM
+            case k.Op(op="/" | "%" as op, args=(a, b)) if dtypes.is_int(e.dtype):
+                # C's truncating index arithmetic of the lowerings (an element of a local
+                # block): a non-negative index by a positive constant, where Python's
+                # floored // and % agree with it
+                assert isinstance(b, k.Constant) and int(b.value) > 0, e
+                py = "//" if op == "/" else "%"
+                return f"{self.expr(a, _PREC['*'])} {py} {self.expr(b, _PREC['*'] + 1)}", \
+                    _PREC["*"]
+        return super()._expr(e)
+
+    def stmts(self, body: tuple[k.Stmt, ...], indent: str) -> list[str]:
+        out: list[str] = []
+        prange = False
+        for s in body:
+            if isinstance(s, k.Pragma):
+                assert s.parts == ("prange",), s.parts
+                prange = True
+                continue
+            if s.source:
+                out.append(f"{indent}# {s.source}")
+            if prange:
+                assert isinstance(s, k.Loop), s
+                out.extend(self.loop(s, indent, parallel=True))
+                prange = False
+            else:
+                out.extend(self.stmt(s, indent))
+        return out or [f"{indent}pass"]
+
+    def stmt(self, s: k.Stmt, indent: str) -> list[str]:
+        match s:
+            case k.Declare(symbol=sym, value=v) if sym.pointer:
+                assert v is not None
+                return [f"{indent}{sym.name} = {self.expr(v)}"]
+            case k.DeclareArray(buffer=b, size=n):
+                return [f"{indent}{b.base.name} = _np.empty({self.expr(n)}, "
+                        f"{numpy_type(b.element_type)})"]
+            case k.Return(value=v):
+                return [f"{indent}return {self.expr(v)}"]
+            case k.Evaluate(value=v):
+                return [f"{indent}{self.expr(v)}"]
+            case k.Block(body=body):
+                return self.stmts(body, indent)
+        return super().stmt(s, indent)
+
+    def loop(self, s: k.Loop, indent: str, parallel: bool = False) -> list[str]:
+        assert s.parallel is None, "platform-lowered IR has no parallel loops"
+        if not parallel:
+            return super().loop(s, indent)
+        assert isinstance(s.step, k.Constant) and int(s.step.value) == 1, s.step
+        body = self.stmts(s.body, indent + "    ")
+        return [f"{indent}for {s.counter.name} in _nb.prange({self.expr(s.start)}, "
+                f"{self.expr(s.stop)}):", *body]
+
+    def function(self, arguments: tuple[str, ...] | None = None) -> str:
+        """The function; ``arguments``: the keys of its parameters in the caller's order
+        (None: the kernel's parameters as they are, for a function the module calls)."""
+        kf = self.kernel
+        if arguments is None:
+            names = [p.name for p in kf.params]
+        else:
+            names = [next((p.name for p in kf.params if _belongs(p, key)), f"unused{i}")
+                     for i, key in enumerate(arguments)]
+        lines = [f"def {kf.name}({', '.join(names)}):", *_docstring(kf.doc)]
+        for p in kf.params:
+            shape = p.get(k.ShapeOf)
+            if shape is not None:
+                base = next(b.base.name for b in kf.buffers if b.name == shape.buffer)
+                lines.append(f"    {p.name} = {base}.shape[{shape.dim}]")
+            elif p.has(k.ScalarArgument) and p.name in names and p.dtype not in (
+                    dtypes.INT64, dtypes.FLOAT64, dtypes.BOOL):
+                # Python numbers arrive as int64/float64: give them the parameter's type
+                lines.append(f"    {p.name} = {numpy_type(p.dtype)}({p.name})")
+        return "\n".join(lines + self.stmts(kf.body, "    "))
+
+
+def _docstring(doc: str) -> list[str]:
+    lines = doc.replace("\\", "\\\\").replace('"""', "'''").splitlines() or [""]
+    if len(lines) == 1:
+        return [f'    """{lines[0]}"""']
+    return [f'    """{lines[0]}', *(f"    {x}" if x else "" for x in lines[1:]), '    """']
+
+
+KERNEL_DECORATOR = '_kernel = _nb.njit(error_model="numpy", cache=True, nogil=True)\n'
+
+
+def lowered_module(functions: tuple[tuple[k.KernelFunction, tuple[str, ...] | None], ...],
+                   header: str) -> str:
+    """A module of platform-lowered kernel functions: each internal one compiled for the
+    others to call, the last one (called with the argument keys given with it) compiled as
+    the module's ``parallel`` entry point."""
+    helpers: set[tuple[str, np.dtype]] = set()
+    texts = []
+    for kf, arguments in functions:
+        printer = NumbaModulePrinter(kf)
+        text = printer.function(arguments)
+        helpers |= printer.helpers
+        texts.append(("@_kernel\n" if kf.internal else "") + text)
+    helper_defs = [f"@_helper\n{helper_source(op, t)}\n"
+                   for op, t in sorted(helpers, key=lambda h: (h[0], str(h[1])))]
+    entry = functions[-1][0].name
+    return "\n".join([header, PRELUDE + KERNEL_DECORATOR, *helper_defs, "",
+                      "\n\n\n".join(texts), "", "",
+                      "# What a call from Python runs: the prange loops on Numba's threads.",
+                      f'parallel = _nb.njit(parallel=True, error_model="numpy", cache=True, '
+                      f"nogil=True)({entry})", ""])
+
+
 def kernel_module(kernel: k.KernelFunction, arguments: tuple[str, ...]) -> str:
     """The generated module of a lowered point kernel."""
     header = (f"# Generated by stencilkit: {kernel.doc}.\n"

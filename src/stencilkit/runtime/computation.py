@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ..errors import ArgumentError
 from ..ir import computation as c
 
@@ -69,6 +71,41 @@ class CompiledComputationCall:
         args: list[object] = [values[n] if n in field_names else temps[n] for n in buffers]
         args += [geo.origins[n]["IJK".index(a)] for n in buffers for a in axes[n]]
         args += [t.type(values[s]).item() for s, t in self.scalar_types.items()]
+        args += list(geo.domain)
+        if self.entry(*args):
+            from ..analysis.schedule import variable_k_reads
+
+            raise k_offset_error(self.defn, variable_k_reads(self.defn))
+
+
+class NumbaComputationCall(CompiledComputationCall):
+    """Calls the "numba" backend's jitted entry point: the arguments of a compiled one, but
+    checked here (a Numba dispatcher would compile a new specialization for an array of
+    another dtype or dimension instead of refusing it), and the scalars as NumPy scalars of
+    their declared types."""
+
+    __slots__ = ("ndims", "dtypes")
+
+    def __init__(self, entry: Callable[..., int], defn: c.ComputationDef,
+                 buffers: tuple[str, ...], axes: dict[str, tuple[str, ...]],
+                 dtypes: dict[str, np.dtype]) -> None:
+        super().__init__(entry, defn, buffers, axes)
+        fields = {f.name: f for f in defn.fields}
+        self.ndims = {n: fields[n].ndim if n in fields else 3 for n in buffers}
+        self.dtypes = dtypes
+
+    def __call__(self, values, temps, geo) -> None:
+        buffers, axes, field_names = self.buffers, self.axes, self.field_names
+        args: list[object] = [values[n] if n in field_names else temps[n] for n in buffers]
+        for n, a in zip(buffers, args):
+            if not isinstance(a, np.ndarray) or a.dtype != self.dtypes[n] \
+                    or a.ndim != self.ndims[n]:
+                what = (f"{a.ndim}-D {a.dtype}" if isinstance(a, np.ndarray)
+                        else type(a).__name__)
+                raise TypeError(f"field '{n}' must be a {self.ndims[n]}-D {self.dtypes[n]} "
+                                f"array, got {what}")
+        args += [geo.origins[n]["IJK".index(a)] for n in buffers for a in axes[n]]
+        args += [t.type(values[s]) for s, t in self.scalar_types.items()]
         args += list(geo.domain)
         if self.entry(*args):
             from ..analysis.schedule import variable_k_reads

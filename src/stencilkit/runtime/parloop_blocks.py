@@ -36,6 +36,32 @@ def run_blocks(loop: ParLoop, fn: Callable[..., int]) -> None:
         loop.check_status(fn(even_blocks(loop.iterset.size), *call))
 
 
+def run_coloured(loop: ParLoop, module) -> None:
+    """Run a ParLoop module of the "numba" backend (no atomics): colour by colour whenever
+    the loop writes shared entries, whatever its race mode, else all blocks at once. The
+    entry point takes every array flat (as the C one takes pointers)."""
+    call: list[object] = []
+    for a in loop.args:
+        call.append(_flat(a.obj._data))
+        if a.kind in ("indirect", "entry"):
+            call.append(_flat(a.map.values))  # type: ignore[union-attr]
+        elif a.kind == "mat":
+            call.append(_flat(a.obj.sparsity.lmap))  # type: ignore[union-attr]
+    fn = module.parallel
+    if loop.race_mode() == "none":
+        blocks = even_blocks(loop.iterset.size)
+        loop.check_status(fn(len(blocks), blocks.reshape(-1), *call))
+        return
+    for blocks in coloring(loop):
+        loop.check_status(fn(len(blocks), blocks.reshape(-1), *call))
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    flat = a.reshape(-1)  # a view of the contiguous arrays Dats, Maps and Mats hold
+    assert a.size == 0 or np.shares_memory(flat, a), "ParLoop data must be contiguous"
+    return flat
+
+
 def coloring(loop: ParLoop) -> list[np.ndarray]:
     """Blocks of elements grouped by colour; cached on the first written map, keyed by
     the maps' versions (never reused, unlike id(): a new map cannot inherit a stale
