@@ -16,6 +16,9 @@ Any other rejection by GT4Py is a bug in the generator and fails.
 
 CI runs a fixed set of examples (``derandomize``); ``STENCILKIT_RANDOM_EXAMPLES=N`` runs N
 random ones per test instead, ``STENCILKIT_RANDOM_BACKENDS=c,numpy`` restricts the backends.
+By default the "numba" backend runs only the first ``NUMBA_EXAMPLES`` examples of each test:
+Numba compiles each program for seconds (the 100 examples would add about ten minutes of
+CI); ``STENCILKIT_RANDOM_BACKENDS=numba`` runs every example on it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ BACKENDS = [b for b in implemented() if REGISTRY[b].probe() is None
             and "computation" in REGISTRY[b].capabilities.kinds
             and (not _only or b in _only.split(","))]
 _N = int(os.environ.get("STENCILKIT_RANDOM_EXAMPLES", "0"))
+# backends that run only the first examples of each test (unless named above)
+_FEW = {"numba"} - set(_only.split(",") if _only else ())
+NUMBA_EXAMPLES = 6
+_examples: dict[str, int] = {}  # examples checked so far, per test
 
 _GT4PY_ONLY = ("Illegal write and read with horizontal offset",
                "Not allowed to write and read with k-offsets in PARALLEL",
@@ -115,7 +122,11 @@ def check_program(program) -> None:
         warnings.simplefilter("ignore")
         reference(**expected, origin=program.origin, domain=program.domain)
     problems = []
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+    _examples[test] = _examples.get(test, 0) + 1
     for backend in BACKENDS:
+        if backend in _FEW and _examples[test] > NUMBA_EXAMPLES:
+            continue
         ours = _copy(inputs)
         try:
             loader.our_stencil(ours_def, backend)(**ours, origin=program.origin,

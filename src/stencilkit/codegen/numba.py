@@ -40,6 +40,9 @@ _UNARY = 11
 _ATOM = 20
 _BOOL_OPS = {"&&": "and", "||": "or"}
 _HELPER_OPS = {"floordiv", "mod", "powi", "shl", "shr"}
+# Types whose arithmetic Numba does in the type itself, when the operands have it (as the
+# kernel IR's operands do): no conversion is needed to store such a value
+_EXACT = (dtypes.FLOAT64, dtypes.COMPLEX128, dtypes.INT64)
 
 # IR math function -> (module attribute for floats, for complex numbers); None: a helper
 _MATH = {
@@ -328,7 +331,21 @@ class NumbaModulePrinter(NumbaPrinter):
                 py = "//" if op == "/" else "%"
                 return f"{self.expr(a, _PREC['*'])} {py} {self.expr(b, _PREC['*'] + 1)}", \
                     _PREC["*"]
+            case k.Op(op="/", args=(a, b)) if dtypes.is_float(e.dtype) or \
+                    dtypes.is_complex(e.dtype):
+                # the module is compiled with NumPy's error model and never inlined into a
+                # caller's: '/' by zero gives inf/nan without the helper
+                return f"{self.expr(a, _PREC['/'])} / {self.expr(b, _PREC['/'] + 1)}", \
+                    _PREC["/"]
+            case k.MathCall(func="min" | "max" as f, args=(a, b)) if e.dtype == k.INDEX \
+                    and a.dtype == k.INDEX and b.dtype == k.INDEX:
+                return f"{f}({self.expr(a)}, {self.expr(b)})", _ATOM  # no NaN to order
         return super()._expr(e)
+
+    def value(self, v: k.Expr, t: np.dtype) -> str:
+        if v.dtype == t and t in _EXACT:
+            return self.expr(v)  # Numba computes these types as the IR does
+        return super().value(v, t)
 
     def stmts(self, body: tuple[k.Stmt, ...], indent: str) -> list[str]:
         out: list[str] = []
