@@ -323,6 +323,8 @@ class NumbaModulePrinter(NumbaPrinter):
                 return f"{b.base.name}[{self.expr(i)}:]", _ATOM
             case k.Call(function=f, args=args):
                 return f"{f}({', '.join(self.expr(a) for a in args)})", _ATOM
+            case k.Load(buffer=b, indices=idx) if len(idx) > 1:
+                return f"{b.base.name}[{self.indices(idx)}]", _ATOM
             case k.Op(op="/" | "%" as op, args=(a, b)) if dtypes.is_int(e.dtype):
                 # C's truncating index arithmetic of the lowerings (an element of a local
                 # block): a non-negative index by a positive constant, where Python's
@@ -365,8 +367,17 @@ class NumbaModulePrinter(NumbaPrinter):
                 out.extend(self.stmt(s, indent))
         return out or [f"{indent}pass"]
 
+    def indices(self, idx: tuple[k.Expr, ...]) -> str:
+        """Indices of an array handed in, as unsigned integers: the geometry keeps them
+        non-negative, and Numba then skips the negative-index wraparound it would test on
+        every access (which keeps LLVM from vectorizing the loop)."""
+        return ", ".join(f"_np.uint64({self.expr(i)})" for i in idx)
+
     def stmt(self, s: k.Stmt, indent: str) -> list[str]:
         match s:
+            case k.Store(buffer=b, indices=idx, value=v) if len(idx) > 1:
+                return [f"{indent}{b.base.name}[{self.indices(idx)}] = "
+                        f"{self.value(v, b.element_type)}"]
             case k.Declare(symbol=sym, value=v) if sym.pointer:
                 assert v is not None
                 return [f"{indent}{sym.name} = {self.expr(v)}"]
@@ -419,7 +430,7 @@ def _docstring(doc: str) -> list[str]:
     return [f'    """{lines[0]}', *(f"    {x}" if x else "" for x in lines[1:]), '    """']
 
 
-KERNEL_DECORATOR = '_kernel = _nb.njit(error_model="numpy", cache=True, nogil=True)\n'
+KERNEL_DECORATOR = '_kernel = _nb.njit(error_model="numpy", cache=True, nogil=True, inline="always")\n'
 
 
 def lowered_module(functions: tuple[tuple[k.KernelFunction, tuple[str, ...] | None], ...],
@@ -439,9 +450,13 @@ def lowered_module(functions: tuple[tuple[k.KernelFunction, tuple[str, ...] | No
     entry = functions[-1][0].name
     return "\n".join([header, PRELUDE + KERNEL_DECORATOR, *helper_defs, "",
                       "\n\n\n".join(texts), "", "",
-                      "# What a call from Python runs: the prange loops on Numba's threads.",
+                      "# What a call from Python runs: the prange loops on Numba's threads, or",
+                      "# serially where the kernel IR's run-in-parallel condition fails (a ParLoop",
+                      "# colour of one block; compiled on first use).",
                       f'parallel = _nb.njit(parallel=True, error_model="numpy", cache=True, '
-                      f"nogil=True)({entry})", ""])
+                      f"nogil=True)({entry})",
+                      f'serial = _nb.njit(error_model="numpy", cache=True, nogil=True)({entry})',
+                      ""])
 
 
 def kernel_module(kernel: k.KernelFunction, arguments: tuple[str, ...]) -> str:

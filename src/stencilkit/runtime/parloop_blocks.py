@@ -47,12 +47,11 @@ def run_coloured(loop: ParLoop, module) -> None:
             call.append(_flat(a.map.values))  # type: ignore[union-attr]
         elif a.kind == "mat":
             call.append(_flat(a.obj.sparsity.lmap))  # type: ignore[union-attr]
-    fn = module.parallel
-    if loop.race_mode() == "none":
-        blocks = even_blocks(loop.iterset.size)
-        loop.check_status(fn(len(blocks), blocks.reshape(-1), *call))
-        return
-    for blocks in coloring(loop):
+    parts = [even_blocks(loop.iterset.size)] if loop.race_mode() == "none" else coloring(loop)
+    for blocks in parts:
+        # the loop's run-in-parallel condition (lower_parloop: more than one block), which a
+        # prange cannot test: a parallel region for one block only costs the threads' wake-up
+        fn = module.parallel if len(blocks) > 1 else module.serial
         loop.check_status(fn(len(blocks), blocks.reshape(-1), *call))
 
 

@@ -71,14 +71,29 @@ def _op(op: str, a: k.Expr, b: k.Expr, t: np.dtype = k.INDEX) -> k.Expr:
 class NumbaPlatform(Platform):
     name = "numba"
 
+    def __init__(self) -> None:
+        # internal functions (a ParLoop's kernel) that take their caller's status array as
+        # their last parameter: allocating one per call (per element) would cost more than
+        # the kernel; lower them before their callers
+        self._takes_status: set[str] = set()
+
     def lower(self, kf: k.KernelFunction) -> k.KernelFunction:
         self._status_buffer = _status_buffer(kf) if needs_status(kf) else None
         kf = flatten_local_buffers(kf)
         lowered = super().lower(kf)
+        if kf.internal and self._status_buffer is not None:
+            self._takes_status.add(kf.name)
+            lowered = dataclasses.replace(lowered, params=(*lowered.params,
+                                                           self._status_buffer.base))
         return dataclasses.replace(lowered, body=hoist_arrays(lowered.body, lowered.params))
 
     def _expression(self, node: Node) -> Node | None:
-        return None  # MathCall is printed per dtype by the printer
+        # MathCall is printed per dtype by the printer
+        if isinstance(node, k.Call) and node.function in self._takes_status:
+            assert self._status_buffer is not None, f"{node.function} needs a status"
+            status = self._status_buffer.base
+            return dataclasses.replace(node, args=(*node.args, k.Sym(status, dtype=k.STATUS)))
+        return None
 
     # ------------------------------------------------------------ threads
 
@@ -112,7 +127,7 @@ class NumbaPlatform(Platform):
 
     def error_prologue(self, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         buf = self._status_buffer
-        if buf is None:
+        if buf is None or kf.internal:  # an internal function's status is its caller's
             return ()
         return (k.DeclareArray(buf, _c(1)),
                 k.Store(buf, (_c(0),), k.Constant(np.int32(0), dtype=k.STATUS)))
