@@ -8,7 +8,8 @@ PyOP2's block colouring: contiguous blocks of elements, coloured so that blocks 
 colour share no target entry; each block runs its elements in order, without atomics. "auto"
 picks colouring: on the 1,000,000-cell INC benchmark it ran in 1.0 ms against 8.1 ms with
 atomics (x86 has no atomic floating-point add, so each update is a compare-and-swap loop).
-RW, MIN and MAX through a map, and complex values, always use colouring.
+RW, MIN and MAX through a map, and complex values, always use colouring; so does every
+ParLoop on the "numba" backend, which has no atomics (``race="atomic"`` colours there).
 """
 
 from __future__ import annotations

@@ -5,8 +5,14 @@ loops become ``numba.prange``, operations whose Python meaning differs go throug
 twin to the C backend's), stored as a verified file in the cache and imported
 (``build/numba_module.py``), so that Numba's ``cache=True`` keeps the machine code across
 processes. The same module is what a call from inside jitted code inlines
-(``numba_calls.py``), whatever the stencil's backend. Computations and ParLoops are not built
-yet (``require`` refuses them with a BackendError).
+(``numba_calls.py``), whatever the stencil's backend.
+
+Computations and ParLoops: the shared lowerings' kernel IR, lowered by the Numba platform
+(``passes/platforms/numba.py``: ``prange``, per-iteration partials for reductions, the status
+as an array, flat local arrays) and printed by ``codegen.numba.NumbaModulePrinter`` into one
+module per build (its ``parallel`` and ``serial`` dispatchers). ParLoops are built without
+atomics, whatever ``race=`` says, and always run colour by colour
+(``runtime.parloop_blocks.run_coloured``).
 """
 
 from __future__ import annotations
@@ -119,6 +125,9 @@ BACKEND = NumbaBackend(
         kinds=frozenset(KINDS),
         dtypes=dtypes.SUPPORTED,
         device="cpu",
+        # temporaries read at zero offset recomputed in their readers: fewer passes over
+        # memory and fewer prange loops (each a separate Numba compile of its own)
+        inlines_temporaries=True,
     ),
     pieces=Pieces(
         # prange, per-iteration partials, the status as an array (point kernels: the
