@@ -42,10 +42,9 @@ def backend(request) -> str:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A backend-parametrized test of a kind the backend does not build (computations or
-    ParLoops on "numba"), or on data its dtypes exclude (complex numbers on "opencl"), is
-    reported as skipped, with the BackendError's reason: the refusal itself is tested per
-    backend."""
+    """A backend-parametrized test of a kind the backend does not build, or on data its
+    dtypes exclude (complex numbers on "opencl"), is reported as skipped, with the
+    BackendError's reason: the refusal itself is tested per backend."""
     outcome = yield
     report = outcome.get_result()
     exc = call.excinfo
