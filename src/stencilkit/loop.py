@@ -162,10 +162,10 @@ class ParLoop:
 
     def generate(self, backend: str | None = None) -> str:
         """The generated source; cached in memory and on disk, independent of sizes."""
-        return self._built(backend)[0]
+        return self._built(backend, generate=True)[0]
 
-    def _built(self, backend: str | None):
-        chosen = registry.resolve(backend or self.backend, self.kernel.name)
+    def _built(self, backend: str | None, generate: bool = False):
+        chosen = registry.resolve(backend or self.backend, self.kernel.name, generate=generate)
         key = self._key(chosen)
         built = _GENERATED.get(key)
         if built is None:

@@ -107,7 +107,7 @@ class ComputationStencil:
         return dict(self.schedule.extents)
 
     def generate(self, backend: str | None = None) -> str:
-        chosen = registry.resolve(backend or self.backend, self.__name__)
+        chosen = registry.resolve(backend or self.backend, self.__name__, generate=True)
         return self._build(chosen, None)[0]
 
     # ------------------------------------------------------------ calls

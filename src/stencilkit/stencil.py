@@ -144,7 +144,7 @@ class PointStencil:
         if args:
             arrays = self._normalize(args)
             okey = _array_key(out) if isinstance(out, np.ndarray) else None
-            return self._build(arrays, okey, backend, out is not None).source
+            return self._build(arrays, okey, backend, out is not None, generate=True).source
         if self._last is None:
             raise StencilError("the stencil has not been called yet, so its argument types "
                                "are unknown", stencil=self.__name__,
@@ -152,8 +152,12 @@ class PointStencil:
                                     "st.generate(a, b, ...)")
         if backend is None or backend == self._last[0]:
             return self._last[2]
-        raise StencilError("generate(backend=...) for another backend needs example "
-                           "arguments", stencil=self.__name__, hint="st.generate(a, backend=...)")
+        # another backend, for the argument types of the latest call
+        typed, layout, out_dtype, types = self._last_build
+        chosen = registry.resolve(backend, self.__name__, generate=True)
+        chosen.require("point", self.__name__, (*(t.dtype for t in types), out_dtype))
+        _, src = self._parse()
+        return chosen.build_point(typed, layout, src, out_dtype, types, mode=self.mode)[0]
 
     # ------------------------------------------------------------ the call path
 
@@ -265,9 +269,10 @@ class PointStencil:
                 types.append(ArgType(dtypes.of_python_value(a)))
         return tuple(types)
 
-    def _build(self, args, okey, backend: str | None, has_out: bool) -> PointCall:
+    def _build(self, args, okey, backend: str | None, has_out: bool,
+               generate: bool = False) -> PointCall:
         try:
-            return self._build_unguarded(args, okey, backend, has_out)
+            return self._build_unguarded(args, okey, backend, has_out, generate)
         except RecursionError:
             # Long operator chains are split when parsed; what remains too deep is nesting
             # inside conditional expressions or and/or chains.
@@ -278,13 +283,14 @@ class PointStencil:
                 hint="split the expression into several assignments to local variables"
             ) from None
 
-    def _build_unguarded(self, args, okey, backend: str | None, has_out: bool) -> PointCall:
+    def _build_unguarded(self, args, okey, backend: str | None, has_out: bool,
+                         generate: bool = False) -> PointCall:
         kernel, src = self._parse()
         name = self.__name__
         types = self._arg_types(args)
         typed, out_dtype, cval, arrays, relative = self._typed_call(types, okey)
         check_shapes(args, None, relative, name, kernel.loc)
-        chosen = registry.resolve(backend or self.backend, name)
+        chosen = registry.resolve(backend or self.backend, name, generate=generate)
         chosen.require("point", name, (*(t.dtype for t in types), out_dtype))
         layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
                               for a in args),
@@ -293,6 +299,7 @@ class PointStencil:
                                            mode=self.mode)
         pipeline.dump("code", f"{name} [{chosen.name}]", source)
         self._last = (chosen.name, typed, source)
+        self._last_build = (typed, layout, out_dtype, types)
         return chosen.launcher("point")(
             entry, out_dtype, cval, self.cval is not None and self.mode == "constant", name,
             kernel.loc,

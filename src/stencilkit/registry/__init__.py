@@ -82,9 +82,11 @@ def exporter() -> str:
 _warned_fallback = False
 
 
-def resolve(name: str | None, stencil: str | None = None) -> Backend:
+def resolve(name: str | None, stencil: str | None = None, *, generate: bool = False) -> Backend:
     """The backend to use: explicit name, else configured, else the preferred available one
-    (a C compiler found: "c"; else "numpy", with a warning once)."""
+    (a C compiler found: "c"; else "numpy", with a warning once). ``generate``: only its
+    source is wanted, which a built backend generates even where it cannot run (e.g.
+    "cuda" without a GPU)."""
     global _warned_fallback
     chosen = name or current().backend
     if chosen is None:
@@ -99,7 +101,7 @@ def resolve(name: str | None, stencil: str | None = None) -> Backend:
                            hint=f"use one of {sorted(REGISTRY)}")
     backend = REGISTRY[chosen]
     reason = backend.probe()
-    if reason is not None:
+    if reason is not None and not (generate and backend.built):
         raise BackendError(f"backend {chosen!r} is not available: {reason}", stencil=stencil,
                            hint="install what it needs, or choose another backend")
     return backend

@@ -1,14 +1,133 @@
-"""The "cuda" backend: CUDA C compiled at run time, on CuPy arrays.
+"""The "cuda" backend: CUDA C++ compiled at run time by NVRTC, launched through CuPy.
 
-Declared, not built yet: ``sk.backends()`` lists it with the reason. Building it means
-filling in this module: capabilities (device "gpu"), pieces (a platform mapping parallel
-loops to thread indices, the C-family printer"s CUDA hooks, a launcher on CuPy arrays,
-array module cupy) and the build steps of ``base.Backend``.
+Every kind is lowered to kernel IR as for the C backend, cut by the CUDA platform
+(``passes/platforms/cuda.py``) into a launch plan (a thread per iteration of up to three
+nested parallel loops; serial loops around parallel ones run on the host), printed by the
+C-family printer's CUDA hooks (``codegen/cuda.py``). The entry (``runtime/cuda.py``) is
+called like the C entry points, so the shared launchers drive it; it compiles the source for
+the device's compute capability on its first call (``build/cuda.py``: NVRTC, PTX cached on
+disk), so generating source needs no GPU. Complex dtypes are refused (CUDA C++ has no
+complex type the printer could use).
 """
 
 from __future__ import annotations
 
-from .base import Backend, not_built
+import functools
+import importlib.util
 
-BACKEND = Backend("cuda", "CUDA C on CuPy arrays", needs="cupy, an NVIDIA GPU", probe=not_built,
-                  gt4py_names=("cuda", "gt:gpu", "dace:gpu"))
+from .. import dtypes
+from .base import KINDS, Backend, Capabilities, PerKind, Pieces
+
+#: real and integer types: CUDA has no C99 complex
+CUDA_DTYPES = frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t))
+
+
+@functools.cache
+def probe() -> str | None:
+    """None when a CUDA device can run generated kernels here, else why not."""
+    if importlib.util.find_spec("cupy") is None:
+        return "cupy is not installed (pip install 'stencilkit[cuda]')"
+    from ..build.cuda import nvrtc_problem
+
+    problem = nvrtc_problem()
+    if problem is not None:
+        return problem
+    try:
+        import cupy
+
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CuPy raises its own CUDARuntimeError without a driver
+        return f"no CUDA device ({type(exc).__name__}: {exc})"
+    return None if n > 0 else "no CUDA device"
+
+
+def _filename(src) -> str:
+    return src.filename.rsplit("/", 1)[-1]
+
+
+class CudaBackend(Backend):
+    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
+        from ..codegen.cuda import plan_source
+        from ..passes import pipeline
+        from ..passes.lower_point import CVAL, FILL_BORDER, OUT
+        from ..passes.platforms.cuda import CUDA_PLATFORM
+        from ..runtime.cuda import CudaEntry
+
+        kernel = typed.kernel
+        kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
+        plan = CUDA_PLATFORM.plan(kf)
+        source = plan_source(plan)
+        names = (*kernel.params, OUT, FILL_BORDER, CVAL)
+        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name)
+
+    def computation_key(self, fields, defn):
+        from ..passes.lower_computation import layout_of
+
+        return tuple(sorted(layout_of(fields, defn).items()))
+
+    def build_computation(self, defn, sched, src, fields):
+        from ..codegen.cuda import plan_source
+        from ..codegen.kernel_text import kernel_ir_text
+        from ..passes.lower_computation import AXES, domain_key, layout_of, origin_key
+        from ..passes.lower_computation_cuda import GpuComputationLowering
+        from ..passes.pipeline import dump
+        from ..passes.platforms.cuda import CUDA_PLATFORM
+        from ..runtime.computation import CompiledComputationCall
+        from ..runtime.cuda import CudaEntry
+
+        lowering = GpuComputationLowering(defn, sched, layout_of(fields, defn), src)
+        kf = lowering.lower_all()
+        dump("kernel", defn.name, kernel_ir_text(kf))
+        plan = CUDA_PLATFORM.plan(kf)
+        source = plan_source(plan)
+        buffers = tuple(lowering.buffers)
+        names = [*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
+                 *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES)]
+        read_only = {f.name for f in defn.fields} - {n for ms in sched.multistages
+                                                     for n in ms.written}
+        entry = CudaEntry(plan, source, names, frozenset(buffers) - read_only, defn.name)
+        axes = {n: tuple(lowering.axes[n]) for n in buffers}
+        return source, CompiledComputationCall(entry, defn, buffers, axes)
+
+    def build_parloop(self, name, typed, specs, src, code, atomic):
+        from ..codegen.cuda import plan_source
+        from ..codegen.kernel_text import kernel_ir_text
+        from ..passes import lower_parloop as lpl
+        from ..passes.pipeline import dump
+        from ..passes.platforms.cuda import CUDA_PLATFORM
+        from ..runtime.cuda import CudaParLoopEntry
+
+        assert typed is not None, "C-string kernels are refused by capabilities.c_kernels"
+        kf = lpl.KernelLowering(typed, specs, src.line_text, _filename(src)).lower_kernel()
+        dump("kernel", name, kernel_ir_text(kf))
+        kernel = CUDA_PLATFORM.lower(kf)  # a __device__ function returning its status
+        loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs, atomic,
+                                kf.uses_error_flag).lower()
+        dump("kernel", f"{name} loop", kernel_ir_text(loop))
+        plan = CUDA_PLATFORM.plan(loop)
+        source = plan_source(plan, (kernel,))
+        return source, CudaParLoopEntry(plan, source, (), frozenset(), name)
+
+
+BACKEND = CudaBackend(
+    "cuda", "CUDA C++ compiled by NVRTC, on CuPy arrays (NumPy arrays are copied)",
+    needs="cupy, an NVIDIA GPU", probe=probe,
+    capabilities=Capabilities(
+        kinds=frozenset(KINDS), dtypes=CUDA_DTYPES, device="gpu",
+        compiled=True,
+        inlines_temporaries=True,
+        k_planes_storage=True,  # I or J contiguous: neighbouring columns coalesce
+    ),
+    pieces=Pieces(
+        platform="stencilkit.passes.platforms.cuda:CudaPlatform",
+        printer=PerKind(point="stencilkit.codegen.cuda:plan_source",
+                        computation="stencilkit.codegen.cuda:plan_source",
+                        parloop="stencilkit.codegen.cuda:plan_source"),
+        toolchain="stencilkit.build.cuda:compile_ptx",
+        launcher=PerKind(point="stencilkit.runtime.cuda:CudaPointCall",
+                         computation="stencilkit.runtime.computation:CompiledComputationCall",
+                         parloop="stencilkit.runtime.cuda_parloop:run_blocks"),
+        array_module="cupy",
+    ),
+    gt4py_names=("cuda", "gt:gpu", "dace:gpu"),
+)

@@ -1,0 +1,110 @@
+"""CUDA C++ to PTX with NVRTC, cached on disk under the source and the architecture.
+
+NVRTC needs no GPU: ``compile_ptx(source, "sm_90")`` works on any machine with the
+``cuda-bindings`` and ``nvidia-cuda-nvrtc-cu12`` wheels (CI compiles every kernel of the test
+suite this way). A compile error is a ``BackendError`` whose message quotes NVRTC's log with
+the offending lines of the generated source.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from ..errors import BackendError
+
+ARTIFACT = "kernel.ptx"
+
+
+@functools.cache
+def nvrtc_problem() -> str | None:
+    """None when NVRTC can be loaded, else why not."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return "cuda-bindings is not installed (pip install 'cuda-bindings>=12,<13')"
+    try:
+        err, major, minor = nvrtc.nvrtcVersion()
+    except Exception as exc:  # the library itself is missing
+        return f"NVRTC cannot be loaded ({exc}); pip install nvidia-cuda-nvrtc-cu12"
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return f"NVRTC does not answer ({err})"
+    return None
+
+
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def _options(arch: str) -> list[bytes]:
+    # compute_XX: PTX, which the driver compiles for the device it runs on
+    return [f"--gpu-architecture=compute_{arch.removeprefix('sm_')}".encode(),
+            b"--std=c++17", b"-default-device"]
+
+
+def compile_ptx_uncached(source: str, arch: str, name: str = "stencilkit") -> str:
+    """PTX of ``source`` for ``arch`` ("sm_90"); BackendError with the log on failure."""
+    problem = nvrtc_problem()
+    if problem is not None:
+        raise BackendError(f"cannot compile CUDA: {problem}", stencil=name,
+                           hint="pip install 'stencilkit[cuda]'")
+    from cuda.bindings import nvrtc
+
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], [])
+    if err != ok:
+        raise BackendError(f"NVRTC could not create a program: {err}", stencil=name)
+    try:
+        opts = _options(arch)
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        if result != ok:
+            raise BackendError("NVRTC failed to compile the generated CUDA source (a "
+                               "stencilkit bug):\n" + explain_log(log.decode(errors="replace"),
+                                                                  source, name),
+                               stencil=name, hint="please report it with this message")
+        _, size = nvrtc.nvrtcGetPTXSize(prog)
+        ptx = b" " * size
+        nvrtc.nvrtcGetPTX(prog, ptx)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return ptx.rstrip(b"\0 ").decode()
+
+
+def explain_log(log: str, source: str, name: str) -> str:
+    """NVRTC's log with each error's source line (and its neighbours) quoted."""
+    import re
+
+    lines = source.splitlines()
+    out = []
+    for entry in log.strip().splitlines():
+        out.append(entry)
+        m = re.match(rf"{re.escape(name)}\.cu\((\d+)\): error", entry)
+        if m:
+            n = int(m.group(1))
+            for i in range(max(1, n - 2), min(len(lines), n + 1) + 1):
+                out.append(f"  {'>' if i == n else ' '} {i:5d} | {lines[i - 1]}")
+    return "\n".join(out)
+
+
+def compile_ptx(source: str, arch: str, name: str = "stencilkit") -> str:
+    """The PTX of ``source``, through the disk cache (key: source, arch, NVRTC version);
+    compiled by ``compile_ptx_uncached`` when missing."""
+    from . import cache
+
+    k = cache.key("cuda-ptx", source, arch, nvrtc_version())
+    hit = cache.memory_get(k)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+
+    def build(tmp: Path) -> None:
+        (tmp / ARTIFACT).write_text(compile_ptx_uncached(source, arch, name))
+
+    ptx = cache.get_or_build(k, ARTIFACT, build, lambda path: path.read_text())
+    cache.memory_put(k, ptx)
+    return ptx

@@ -1,0 +1,271 @@
+"""Running a CUDA launch plan through CuPy.
+
+``CudaEntry`` is called like the C backend's entry points (the same arguments, in the same
+order, the same returned status), so the shared launchers drive it: ``PointCall`` checks
+(``CudaPointCall``), ``CompiledComputationCall``, the ParLoop block runner. Per call it
+
+1. puts every array on the device: CuPy arrays, and arrays with
+   ``__cuda_array_interface__``/``__dlpack__``, are used in place; NumPy arrays are copied
+   to the device, and the ones the kernel may write are copied back after the run;
+2. binds the kernel's parameters (pointers, shapes, strides in elements, scalars of their
+   declared types) by the properties of their symbols (``bind``);
+3. walks the plan: host loops in Python, each launch with a grid that covers its dimensions
+   (``launch_config``: ``start``/``stop`` evaluated on the host by ``evaluate``), the device
+   status word last;
+4. reads the status word back and returns it (0, or a ``STATUS_*`` code).
+
+The module is compiled (NVRTC, cached on disk per source and compute capability) and loaded
+on the first call, so building an entry needs no device: ``generate(backend="cuda")`` works
+anywhere. Only steps 1, 3 (the launches) and 4 need a GPU; the rest is unit-tested without
+one (tests/test_cuda_runtime.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..ir import kernel as k
+from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
+from .launch import PointCall, check_shapes, status_error
+
+#: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
+#: warp or more along it so that a warp's loads coalesce
+BLOCKS = {0: (1, 1, 1), 1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
+GRID_LIMITS = (2**31 - 1, 65535, 65535)  # beyond these, the grid-stride loops take over
+
+
+def _cupy():
+    import cupy  # noqa: PLC0415 (optional dependency, imported on use)
+
+    return cupy
+
+
+# ---------------------------------------------------------------- host-side evaluation
+
+
+def evaluate(e: k.Expr, env: Mapping[str, object]) -> int | float | bool:
+    """The value of a kernel IR expression over parameters (loop bounds, conditions)."""
+    match e:
+        case k.Constant(value=v):
+            return v.item()
+        case k.Sym(symbol=s):
+            return env[s.name]  # type: ignore[return-value]
+        case k.Convert(value=v):
+            x = evaluate(v, env)
+            return int(x) if e.dtype.kind in "iu" else bool(x) if e.dtype.kind == "b" else x
+        case k.Select(cond=c, then=a, orelse=b):
+            return evaluate(a, env) if evaluate(c, env) else evaluate(b, env)
+        case k.Op(op=op, args=args) | k.MathCall(func=op, args=args):
+            xs = [evaluate(a, env) for a in args]
+            return _OPS[op](*xs)
+    raise NotImplementedError(f"cannot evaluate {e!r} on the host")
+
+
+def _floordiv(a, b):
+    return 0 if b == 0 else a // b
+
+
+_OPS = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "floordiv": _floordiv, "min": min, "max": max, "minimum": min, "maximum": max,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "&&": lambda a, b: bool(a and b), "||": lambda a, b: bool(a or b),
+    "!": lambda a: not a, "neg": lambda a: -a,
+}
+
+
+def launch_config(launch: Launch, env: Mapping[str, object]
+                  ) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+    """(grid, block) covering the launch's dimensions, or None when one is empty."""
+    block = BLOCKS[len(launch.dims)]
+    grid = [1, 1, 1]
+    for i, d in enumerate(launch.dims):
+        n = int(evaluate(d.stop, env)) - int(evaluate(d.start, env))
+        if n <= 0:
+            return None
+        grid[i] = min(math.ceil(n / block[i]), GRID_LIMITS[i])
+    return (grid[0], grid[1], grid[2]), block
+
+
+# ---------------------------------------------------------------- parameters
+
+
+def bind(params: Sequence[k.Symbol], names: Sequence[str], args: Sequence[object]
+         ) -> dict[str, object]:
+    """Each parameter's value from the Python-level arguments ``args`` (named ``names``):
+    arrays for base pointers, their shapes and strides (in elements), scalars."""
+    by_name = dict(zip(names, args))
+    env: dict[str, object] = {}
+    for p in params:
+        for prop in p.properties:
+            match prop:
+                case k.BasePointer(buffer=b):
+                    env[p.name] = by_name[b]
+                case k.ShapeOf(buffer=b, dim=dim):
+                    env[p.name] = int(by_name[b].shape[dim])  # type: ignore[attr-defined]
+                case k.StrideOf(buffer=b, dim=dim):
+                    a = by_name[b]
+                    env[p.name] = int(a.strides[dim]) // a.itemsize  # type: ignore[attr-defined]
+                case k.ScalarArgument(name=n):
+                    env[p.name] = by_name[n]
+    return env
+
+
+def kernel_arguments(launch: Launch, env: Mapping[str, object], status: object) -> tuple:
+    """The arguments of one launch: device arrays for pointers, NumPy scalars of each
+    parameter's type (CuPy passes them by value), the status word last."""
+    out: list[object] = []
+    for p in launch.params:
+        v = env[p.name]
+        out.append(v if p.pointer else np.dtype(p.dtype).type(v))
+    out.append(status)
+    return tuple(out)
+
+
+def check_dtype(name: str, array: object, dtype: np.dtype) -> None:
+    if np.dtype(array.dtype) != dtype:  # type: ignore[attr-defined]
+        raise TypeError(f"argument '{name}' must be an array of {dtype}, not {array.dtype}")
+
+
+def on_device(a: object) -> bool:
+    return hasattr(a, "__cuda_array_interface__") or (
+        hasattr(a, "__dlpack_device__") and a.__dlpack_device__()[0] == 2)  # kDLCUDA
+
+
+# ---------------------------------------------------------------- the entry
+
+
+class CudaEntry:
+    """A compiled-on-first-use CUDA launch plan, called like a C entry point."""
+
+    def __init__(self, plan: LaunchPlan, source: str, names: Sequence[str],
+                 writable: frozenset[str], name: str) -> None:
+        self.plan = plan
+        self.source = source
+        self.names = tuple(names)
+        self.writable = writable  # arguments the kernel may write (copied back from device)
+        self.name = name
+        self._functions: dict[str, object] | None = None
+        self._arch: str | None = None
+        self._module: object = None
+
+    def functions(self) -> dict[str, object]:
+        """The launches' kernels, compiled for the current device and loaded (once)."""
+        if self._functions is None:
+            cp = _cupy()
+            from ..build.cuda import compile_ptx
+
+            self._arch = "sm_" + cp.cuda.Device().compute_capability
+            ptx = compile_ptx(self.source, self._arch, self.name)
+            module = cp.cuda.function.Module()
+            module.load(ptx.encode())  # cuModuleLoadData: the driver JIT-compiles the PTX
+            self._module = module  # the functions live as long as their module
+            self._functions = {lc.name: module.get_function(lc.name)
+                               for lc in self.plan.launches()}
+        return self._functions
+
+    def to_device(self, args: Sequence[object]) -> tuple[list[object], list[tuple]]:
+        cp = _cupy()
+        dev: list[object] = []
+        back: list[tuple[np.ndarray, object]] = []
+        for n, a in zip(self.names, args):
+            if isinstance(a, np.ndarray):
+                d = cp.asarray(a)  # a copy on the device (documented)
+                if n in self.writable:
+                    back.append((a, d))
+                dev.append(d)
+            elif on_device(a):
+                dev.append(cp.asarray(a) if not isinstance(a, cp.ndarray) else a)  # no copy
+            else:
+                dev.append(a)
+        return dev, back
+
+    def __call__(self, *args: object) -> int:
+        cp = _cupy()
+        functions = self.functions()
+        dev, back = self.to_device(args)
+        env = bind(self.plan.kernel.params, self.names, dev)
+        for s in self.plan.scratch:
+            env[s.symbol.name] = cp.zeros(s.size, dtype=s.symbol.dtype)
+        status = cp.zeros(1, dtype=cp.int32)
+        self.run(self.plan.steps, env, functions, status)
+        for host, d in back:
+            host[...] = cp.asnumpy(d)
+        return int(status.get()[0])
+
+    def run(self, steps: tuple[Step, ...], env: dict[str, object],
+            functions: dict[str, object], status: object) -> None:
+        for s in steps:
+            if isinstance(s, HostLoop):
+                c = s.counter.name
+                i, stop, step = (int(evaluate(x, env)) for x in (s.start, s.stop, s.step))
+                while (i < stop) if step > 0 else (i > stop):
+                    env[c] = i
+                    self.run(s.body, env, functions, status)
+                    i += step
+                continue
+            config = launch_config(s, env)
+            if config is not None:
+                grid, block = config
+                functions[s.name](grid, block, kernel_arguments(s, env, status))  # type: ignore
+
+
+class CudaParLoopEntry(CudaEntry):
+    """A ParLoop's loop: called as ``entry(blocks, array, ...)`` (the block runner's
+    convention); the arrays bind to the pointer parameters in order, ``nblocks`` is the
+    number of rows of ``blocks``."""
+
+    def __call__(self, *args: object) -> int:
+        cp = _cupy()
+        functions = self.functions()
+        blocks, arrays = args[0], args[1:]
+        pointers = [p for p in self.plan.kernel.params if p.pointer]
+        dev_blocks = cp.asarray(blocks)
+        env: dict[str, object] = {}
+        back = []
+        for p, a in zip(pointers[1:], arrays):
+            if isinstance(a, np.ndarray):
+                d = cp.asarray(a)
+                if not p.has(k.ReadOnly):
+                    back.append((a, d))
+                env[p.name] = d
+            else:
+                env[p.name] = a
+        env[pointers[0].name] = dev_blocks
+        for p in self.plan.kernel.params:
+            if not p.pointer:
+                env[p.name] = len(blocks)  # type: ignore[arg-type]
+        for s in self.plan.scratch:
+            env[s.symbol.name] = cp.zeros(s.size, dtype=s.symbol.dtype)
+        status = cp.zeros(1, dtype=cp.int32)
+        self.run(self.plan.steps, env, functions, status)
+        for host, d in back:
+            host[...] = cp.asnumpy(d)
+        return int(status.get()[0])
+
+
+class CudaPointCall(PointCall):
+    """One point-kernel specialization on the GPU: shapes and writability checked in
+    Python (the entry copies NumPy arrays, so inputs never alias ``out`` on the device)."""
+
+    __slots__ = ()
+
+    def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
+        if out is None:
+            out = np.empty(args[0].shape, self.out_dtype)
+            fill = True
+        else:
+            if not out.flags.writeable:
+                raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
+                                    hint="pass a writable array as out=")
+            fill = self.has_cval
+        check_shapes(args, out, self.relative_positions, self.name, self.loc)
+        status = self.entry(*args, out, fill, self.cval)
+        if status:
+            raise status_error(status, self.name, self.loc)
+        return out
