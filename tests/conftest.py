@@ -16,6 +16,12 @@ os.environ.setdefault("GT_CACHE_ROOT", _cache)  # GT4Py's own cache, out of the 
 os.environ.setdefault("STENCILKIT_OPENCL_OPTIONS", "-cl-opt-disable")
 
 import stencilkit as sk  # noqa: E402
+
+if os.environ.get("STENCILKIT_CUDA_EMULATOR") == "1":  # "cuda" on the CPU: tests/cuda_emulator.py
+    from .cuda_emulator import install
+
+    install()
+
 from stencilkit.registry import REGISTRY, implemented  # noqa: E402
 
 
@@ -43,7 +49,7 @@ def backend(request) -> str:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A backend-parametrized test of a kind the backend does not build, or on data its
-    dtypes exclude (complex numbers on "opencl"), is reported as skipped, with the
+    dtypes exclude (complex numbers on "opencl" and "cuda"), is reported as skipped, with the
     BackendError's reason: the refusal itself is tested per backend."""
     outcome = yield
     report = outcome.get_result()

@@ -39,6 +39,14 @@ def empty(shape: object, dtype: object = float, *, backend: str | None = None,
     full = _normalize(shape, halo)
     chosen = registry.resolve(backend) if backend is not None else registry.resolve(None)
     n = int(np.prod(full))
+    if chosen.capabilities.device == "gpu":  # type: ignore[union-attr]
+        import importlib
+
+        xp = importlib.import_module(chosen.pieces.array_module)  # type: ignore[union-attr]
+        if chosen.capabilities.k_planes_storage and len(full) == 3:  # type: ignore[union-attr]
+            ni, nj, nk = full
+            return xp.empty(n, t).reshape(nk, ni, nj).transpose(1, 2, 0)
+        return xp.empty(full, t)
     if chosen.capabilities.k_planes_storage and len(full) == 3:  # type: ignore[union-attr]
         ni, nj, nk = full
         planes = _aligned_empty(n, t).reshape(nk, ni, nj)  # K outermost, J unit stride

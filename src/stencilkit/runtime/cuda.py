@@ -196,7 +196,7 @@ class CudaEntry:
         self.run(self.plan.steps, env, functions, status)
         for host, d in back:
             host[...] = cp.asnumpy(d)
-        return int(status.get()[0])
+        return int(cp.asnumpy(status)[0])
 
     def run(self, steps: tuple[Step, ...], env: dict[str, object],
             functions: dict[str, object], status: object) -> None:
@@ -246,7 +246,7 @@ class CudaParLoopEntry(CudaEntry):
         self.run(self.plan.steps, env, functions, status)
         for host, d in back:
             host[...] = cp.asnumpy(d)
-        return int(status.get()[0])
+        return int(cp.asnumpy(status)[0])
 
 
 class CudaPointCall(PointCall):

@@ -1,0 +1,131 @@
+"""Runs the "cuda" backend's generated CUDA on the CPU, for tests on machines without a GPU.
+
+``STENCILKIT_CUDA_EMULATOR=1`` (read by conftest.py) installs it: the CUDA source is compiled
+by the host C++ compiler with a shim that defines CUDA's qualifiers, built-in variables and
+atomics; each launch runs every thread of its grid one after the other (so atomics are
+trivially indivisible, and races go unseen); CuPy is replaced by NumPy (``asarray`` copies,
+as a transfer to the device does). Everything else is the backend's own code: the launch
+plan, the grid sizes, the argument binding, the host loops, the status word, the copies
+back. What it cannot show: timing, coalescing, real concurrency, NVRTC/driver behaviour.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import hashlib
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+
+SHIM = """\
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+struct sk_dim3 { unsigned x, y, z; };
+static sk_dim3 threadIdx, blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
+template <class T> static inline T atomicAdd(T *p, T v) { T o = *p; *p = o + v; return o; }
+template <class T> static inline T atomicMin(T *p, T v) { T o = *p; if (v < o) *p = v; return o; }
+template <class T> static inline T atomicMax(T *p, T v) { T o = *p; if (v > o) *p = v; return o; }
+template <class T> static inline T atomicExch(T *p, T v) { T o = *p; *p = v; return o; }
+template <class T> static inline T atomicCAS(T *p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+"""
+
+_CTYPES = {"b1": ctypes.c_bool, "i1": ctypes.c_int8, "u1": ctypes.c_uint8,
+           "i2": ctypes.c_int16, "u2": ctypes.c_uint16, "i4": ctypes.c_int32,
+           "u4": ctypes.c_uint32, "i8": ctypes.c_int64, "u8": ctypes.c_uint64,
+           "f4": ctypes.c_float, "f8": ctypes.c_double}
+_built: dict[str, ctypes.CDLL] = {}
+_dir = Path(tempfile.mkdtemp(prefix="stencilkit-cuda-emulator-"))
+
+
+def _driver(launch, printer) -> str:
+    params = [printer.param(p) for p in launch.params] + ["int *sk_status"]
+    args = [p.name for p in launch.params] + ["sk_status"]
+    return "\n".join([
+        f'extern "C" void emulate_{launch.name}({", ".join(params)}, unsigned gx, unsigned gy, '
+        "unsigned gz, unsigned bx, unsigned by, unsigned bz) {",
+        "    gridDim = {gx, gy, gz}; blockDim = {bx, by, bz};",
+        "    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y)",
+        "    for (unsigned x = 0; x < gx; ++x) {",
+        "        blockIdx = {x, y, z};",
+        "        for (unsigned k = 0; k < bz; ++k) for (unsigned j = 0; j < by; ++j)",
+        "        for (unsigned i = 0; i < bx; ++i) {",
+        "            threadIdx = {i, j, k};",
+        f"            {launch.name}({', '.join(args)});",
+        "        }",
+        "    }",
+        "}"])
+
+
+def _library(source: str, plan) -> ctypes.CDLL:
+    from stencilkit.codegen.cuda import CudaPrinter
+
+    printer = CudaPrinter()
+    text = SHIM + source + "\n" + "\n".join(_driver(lc, printer) for lc in plan.launches())
+    key = hashlib.sha256(text.encode()).hexdigest()[:24]
+    if key not in _built:
+        src, lib = _dir / f"{key}.cpp", _dir / f"{key}.so"
+        src.write_text(text)
+        done = subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-w", "-o", str(lib), str(src)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"the emulator could not compile {src}:\n{done.stderr}")
+        _built[key] = ctypes.CDLL(str(lib))
+    return _built[key]
+
+
+def _functions(self) -> dict[str, object]:
+    lib = _library(self.source, self.plan)
+    out = {}
+    for launch in self.plan.launches():
+        fn = getattr(lib, f"emulate_{launch.name}")
+        kinds = [None if p.pointer else _CTYPES[np.dtype(p.dtype).str[1:]]
+                 for p in launch.params]
+
+        def call(grid, block, args, fn=fn, kinds=kinds):
+            c_args = []
+            for kind, a in zip(kinds, args[:-1]):
+                c_args.append(ctypes.c_void_p(a.ctypes.data) if kind is None else kind(a.item()))
+            c_args.append(ctypes.c_void_p(args[-1].ctypes.data))
+            fn(*c_args, *(ctypes.c_uint(v) for v in (*grid, *block)))
+        out[launch.name] = call
+    return out
+
+
+def _fake_cupy() -> types.ModuleType:
+    device = types.SimpleNamespace(compute_capability="90")
+    fake = types.ModuleType("cupy")
+    fake.__dict__.update(
+        ndarray=np.ndarray,
+        asarray=lambda a: np.array(a, copy=True),  # a "transfer": never the caller's memory
+        asnumpy=np.asarray,
+        zeros=np.zeros,
+        empty=np.empty,
+        int32=np.int32,
+        cuda=types.SimpleNamespace(Device=lambda: device),
+    )
+    return fake
+
+
+def install() -> None:
+    """Make "cuda" available here, running on the emulator (tests only)."""
+    from stencilkit import registry
+    from stencilkit.runtime import cuda as runtime
+
+    sys.modules["cupy"] = _fake_cupy()  # storages and the runtime import it on use
+    runtime.CudaEntry.functions = _functions
+    backend = registry.REGISTRY["cuda"]
+    registry.REGISTRY["cuda"] = dataclasses.replace(backend, probe=lambda: None)
