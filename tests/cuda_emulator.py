@@ -15,7 +15,6 @@ import ctypes
 import dataclasses
 import hashlib
 import subprocess
-import sys
 import tempfile
 import types
 from pathlib import Path
@@ -120,12 +119,19 @@ def _fake_cupy() -> types.ModuleType:
     return fake
 
 
-def install() -> None:
-    """Make "cuda" available here, running on the emulator (tests only)."""
-    from stencilkit import registry
+def install(monkeypatch=None) -> None:
+    """Make "cuda" available here, running on the emulator (tests only): for the whole
+    process, or undone by ``monkeypatch`` (a pytest fixture) after one test."""
+    from stencilkit import registry, storage
     from stencilkit.runtime import cuda as runtime
 
-    sys.modules["cupy"] = _fake_cupy()  # storages and the runtime import it on use
-    runtime.CudaEntry.functions = _functions
-    backend = registry.REGISTRY["cuda"]
-    registry.REGISTRY["cuda"] = dataclasses.replace(backend, probe=lambda: None)
+    setattr_ = monkeypatch.setattr if monkeypatch is not None else setattr
+    fake = _fake_cupy()  # not in sys.modules: GT4Py, for one, looks for the real CuPy
+    setattr_(runtime, "_cupy", lambda: fake)
+    setattr_(storage, "array_module", lambda backend: fake)
+    setattr_(runtime.CudaEntry, "functions", _functions)
+    available = dataclasses.replace(registry.REGISTRY["cuda"], probe=lambda: None)
+    if monkeypatch is not None:
+        monkeypatch.setitem(registry.REGISTRY, "cuda", available)
+    else:
+        registry.REGISTRY["cuda"] = available

@@ -23,6 +23,13 @@ def _aligned_empty(n_items: int, dtype: np.dtype) -> np.ndarray:
     return raw[offset: offset + n_items * dtype.itemsize].view(dtype)
 
 
+def array_module(backend: registry.Backend):
+    """The array library a backend's arrays come from (NumPy, CuPy), imported on use."""
+    import importlib
+
+    return importlib.import_module(backend.pieces.array_module)  # type: ignore[union-attr]
+
+
 def _normalize(shape: object, halo: object) -> tuple[int, ...]:
     dims = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore
     h = (int(halo),) * len(dims) if np.isscalar(halo) else tuple(int(x) for x in halo)  # type: ignore
@@ -40,9 +47,7 @@ def empty(shape: object, dtype: object = float, *, backend: str | None = None,
     chosen = registry.resolve(backend) if backend is not None else registry.resolve(None)
     n = int(np.prod(full))
     if chosen.capabilities.device == "gpu":  # type: ignore[union-attr]
-        import importlib
-
-        xp = importlib.import_module(chosen.pieces.array_module)  # type: ignore[union-attr]
+        xp = array_module(chosen)
         if chosen.capabilities.k_planes_storage and len(full) == 3:  # type: ignore[union-attr]
             ni, nj, nk = full
             return xp.empty(n, t).reshape(nk, ni, nj).transpose(1, 2, 0)

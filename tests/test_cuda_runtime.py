@@ -1,0 +1,201 @@
+"""The "cuda" backend's host side without a GPU: launch plans, grid sizes, argument binding,
+host-side evaluation; end to end on the CPU emulator (tests/cuda_emulator.py) against the
+"numpy" backend and NumPy references; on a real device only where there is one."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit.ir import kernel as k
+from stencilkit.passes.platforms.cuda import CUDA_PLATFORM, Dim, HostLoop, Launch
+from stencilkit.registry import cuda as cuda_registry
+from stencilkit.runtime import cuda as rt
+
+from . import computations as C
+from . import kernels as K
+
+I = k.INDEX
+
+
+def _sym(name, dtype=I, **kw):
+    return k.Symbol(name, np.dtype(dtype), **kw)
+
+
+def _c(v):
+    return k.Constant(np.int64(v), dtype=I)
+
+
+# ---------------------------------------------------------------- host side, no device
+
+
+def test_evaluate_bounds_on_the_host():
+    n = _sym("n")
+    e = k.MathCall("max", (_c(0), k.MathCall("min", (k.Sym(n, dtype=I), _c(5)), dtype=I)),
+                   dtype=I)
+    assert rt.evaluate(e, {"n": 9}) == 5
+    assert rt.evaluate(e, {"n": -3}) == 0
+    assert rt.evaluate(k.Op("-", (k.Sym(n, dtype=I), _c(1)), dtype=I), {"n": 4}) == 3
+    with pytest.raises(NotImplementedError):
+        rt.evaluate(k.Literal("threadIdx.x", dtype=I), {})
+
+
+def test_launch_config_covers_each_dimension():
+    n0, n1, n2 = _sym("n0"), _sym("n1"), _sym("n2")
+    dims = tuple(Dim(_sym(f"i{d}"), _c(1), k.Op("-", (k.Sym(s, dtype=I), _c(1)), dtype=I))
+                 for d, s in enumerate((n2, n1, n0)))  # dimension 0 (x) first
+    launch = Launch("f", (), dims, (), ())
+    grid, block = rt.launch_config(launch, {"n0": 10, "n1": 100, "n2": 1000})
+    assert block == (32, 4, 2)
+    assert grid == (-(-998 // 32), -(-98 // 4), -(-8 // 2))
+    assert all(g * b >= n for g, b, n in zip(grid, block, (998, 98, 8)))
+    assert rt.launch_config(launch, {"n0": 2, "n1": 100, "n2": 1000}) is None  # empty
+    huge = Launch("g", (), dims[:2], (), ())
+    grid, _ = rt.launch_config(huge, {"n2": 10, "n1": 10**7})
+    assert grid[1] == rt.GRID_LIMITS[1]  # the grid-stride loop does the rest
+    assert rt.launch_config(Launch("h", (), (), (), ()), {}) == ((1, 1, 1), (1, 1, 1))
+
+
+def test_bind_maps_parameters_by_their_properties():
+    a = np.zeros((4, 6), np.float32)[:, ::2]  # strides in elements: 6 and 2
+    base = _sym("a_", np.float32, pointer=True, properties=frozenset({k.BasePointer("a")}))
+    shape = _sym("a_shape_1_", properties=frozenset({k.ShapeOf("a", 1)}))
+    stride0 = _sym("a_stride_0_", properties=frozenset({k.StrideOf("a", 0)}))
+    stride1 = _sym("a_stride_1_", properties=frozenset({k.StrideOf("a", 1)}))
+    scale = _sym("s_", np.float64, properties=frozenset({k.ScalarArgument("s")}))
+    env = rt.bind((base, shape, stride0, stride1, scale), ("a", "s"), (a, 2.5))
+    assert env["a_"] is a and env["a_shape_1_"] == 3
+    assert (env["a_stride_0_"], env["a_stride_1_"]) == (6, 2)
+    assert env["s_"] == 2.5
+    launch = Launch("f", (base, shape, scale), (), (), ())
+    status = np.zeros(1, np.int32)
+    args = rt.kernel_arguments(launch, env, status)
+    assert args[0] is a and args[-1] is status
+    assert type(args[1]) is np.int64 and type(args[2]) is np.float64
+
+
+def test_point_kernel_plan():
+    st = sk.stencil(K.lap3d)
+    st.generate(np.ones((4, 5, 6)), backend="cuda")
+    entry = cuda_registry.BACKEND.build_point(*_point_build_args(st, np.ones((4, 5, 6))))[1]
+    launches = entry.plan.launches()
+    assert len(launches) == 2  # the border (under fill_border), the interior
+    border, interior = launches
+    assert len(border.conditions) == 1 and len(border.dims) == 2
+    assert [d.counter.name for d in interior.dims] == ["i2", "i1", "i0"]  # unit stride on x
+
+
+def _point_build_args(st, *args):
+    from stencilkit.passes.lower_point import Layout
+
+    typed, layout, out_dtype, types = st._last_build
+    _, src = st._parse()
+    return typed, Layout(layout.unit_stride, layout.out_unit_stride), src, out_dtype, types
+
+
+def test_planes_multistage_is_a_host_loop_of_launches():
+    comp = sk.stencil(C.planes)
+    plan = comp._build(cuda_registry.BACKEND, None)[1].entry.plan
+    loops = [s for s in plan.steps if isinstance(s, HostLoop)]
+    assert loops and all(isinstance(x, Launch) for x in loops[0].body)
+    assert any(p.name == loops[0].counter.name for x in loops[0].body for p in x.params)
+
+
+def test_platform_refuses_nothing_it_cannot_print():
+    kf = k.KernelFunction("f", (), (k.SetError(1),), (), status=_sym("sk_error", np.int32))
+    assert CUDA_PLATFORM.lower(kf).body  # set_error is a store into the thread's status
+
+
+# ---------------------------------------------------------------- on the CPU emulator
+
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    return "cuda"
+
+
+@needs_gxx
+def test_emulated_point_kernels_match_numpy(emulated):
+    rng = np.random.default_rng(3)
+    a3 = rng.random((9, 10, 11))
+    np.testing.assert_array_equal(sk.stencil(K.lap3d, backend="cuda")(a3),
+                                  sk.stencil(K.lap3d, backend="numpy")(a3))
+    a2 = rng.random((12, 13)).astype(np.float32)[::-1, ::2]  # negative, non-unit strides
+    for mode in ("constant", "wrap", "reflect"):
+        np.testing.assert_array_equal(sk.stencil(mode, backend="cuda")(K.blur)(a2),
+                                      sk.stencil(mode, backend="numpy")(K.blur)(a2))
+
+
+@needs_gxx
+def test_emulated_error_channel(emulated):
+    st = sk.stencil(K.dynamic_offset, neighborhood=((-1, 2), (0, 0)), backend="cuda")
+    st(np.ones((6, 4)), 1)
+    with pytest.raises(sk.ArgumentError, match="left the declared neighborhood"):
+        st(np.ones((6, 4)), 5)
+
+
+@needs_gxx
+def test_emulated_computations_match_references(emulated):
+    rng = np.random.default_rng(4)
+    a, b, c, d = (rng.random((5, 6, 12)) + 2.0 for _ in range(4))
+    ref_c, ref_d = C.ref_tridiagonal(a, b, c, d)
+    sk.stencil(C.tridiagonal, backend="cuda")(a, b, c, d)
+    np.testing.assert_allclose(d, ref_d, rtol=1e-12)
+    q = rng.random((4, 5, 9))
+    expected = C.ref_implicit(q, 0.3)
+    sk.stencil(C.implicit_diffusion, backend="cuda")(q, nu=0.3)
+    np.testing.assert_allclose(q, expected, rtol=1e-12)
+
+
+@needs_gxx
+def test_emulated_parloop_inc_and_reductions(emulated):
+    rng = np.random.default_rng(5)
+    tri = rng.integers(0, 50, (400, 3))
+    cells, nodes = sk.Set(400), sk.Set(50)
+    v = sk.Dat(cells, data=rng.random(400))
+
+    @sk.kernel
+    def spread(x, acc, total, lo):
+        for i in range(3):
+            acc[i, 0] += x[0]
+        total[0] += x[0]
+        lo[0] = min(lo[0], x[0])
+
+    for race in ("atomic", "color"):
+        acc, total, lo = sk.Dat(nodes), sk.Global(1, 1.0), sk.Global(1, 9.0)
+        sk.par_loop(spread, cells, v(sk.READ), acc(sk.INC, sk.Map(cells, nodes, 3, tri)),
+                    total(sk.INC), lo(sk.MIN), backend="cuda", race=race)
+        expect = np.zeros(50)
+        np.add.at(expect, tri.reshape(-1), np.repeat(v.data, 3))
+        np.testing.assert_allclose(acc.data, expect, rtol=1e-13)
+        np.testing.assert_allclose(total.data[0], 1.0 + v.data.sum(), rtol=1e-13)
+        assert lo.data[0] == v.data.min()
+
+
+# ---------------------------------------------------------------- on a real device
+
+needs_device = pytest.mark.skipif(cuda_registry.probe() is not None,
+                                  reason=f"no CUDA device: {cuda_registry.probe()}")
+
+
+@needs_device
+def test_cupy_arrays_in_and_out_without_copies():
+    import cupy as cp
+
+    a = cp.random.random((64, 65, 66))
+    out = cp.zeros_like(a)
+    st = sk.stencil(K.lap3d, backend="cuda")
+    call = st._build((cp.asnumpy(a),), None, "cuda", True)
+    call.entry(a, out, True, 0.0)  # device arrays straight to the entry: no transfer
+    np.testing.assert_allclose(cp.asnumpy(out), sk.stencil(K.lap3d, backend="numpy")(
+        cp.asnumpy(a)), rtol=1e-14)
+    assert isinstance(sk.zeros((4, 5, 6), backend="cuda"), cp.ndarray)
