@@ -104,15 +104,25 @@ def _functions(self) -> dict[str, object]:
     return out
 
 
+class DeviceArray(np.ndarray):
+    """The emulator's "device" array: host memory that says it is on a GPU."""
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "strides": self.strides,
+                "data": (self.ctypes.data, False), "version": 3}
+
+
 def _fake_cupy() -> types.ModuleType:
     device = types.SimpleNamespace(compute_capability="90")
     fake = types.ModuleType("cupy")
     fake.__dict__.update(
-        ndarray=np.ndarray,
-        asarray=lambda a: np.array(a, copy=True),  # a "transfer": never the caller's memory
-        asnumpy=np.asarray,
-        zeros=np.zeros,
-        empty=np.empty,
+        ndarray=DeviceArray,
+        # a "transfer": never the caller's memory
+        asarray=lambda a: np.array(a, copy=True).view(DeviceArray),
+        asnumpy=lambda a: np.array(a).view(np.ndarray),
+        zeros=lambda *a, **kw: np.zeros(*a, **kw).view(DeviceArray),
+        empty=lambda *a, **kw: np.empty(*a, **kw).view(DeviceArray),
         int32=np.int32,
         cuda=types.SimpleNamespace(Device=lambda: device),
     )

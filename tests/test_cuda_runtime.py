@@ -188,14 +188,38 @@ needs_device = pytest.mark.skipif(cuda_registry.probe() is not None,
 
 
 @needs_device
-def test_cupy_arrays_in_and_out_without_copies():
+def test_cupy_arrays_in_and_out():
     import cupy as cp
 
-    a = cp.random.random((64, 65, 66))
-    out = cp.zeros_like(a)
+    host = np.random.default_rng(7).random((64, 65, 66))
     st = sk.stencil(K.lap3d, backend="cuda")
-    call = st._build((cp.asnumpy(a),), None, "cuda", True)
-    call.entry(a, out, True, 0.0)  # device arrays straight to the entry: no transfer
-    np.testing.assert_allclose(cp.asnumpy(out), sk.stencil(K.lap3d, backend="numpy")(
-        cp.asnumpy(a)), rtol=1e-14)
+    out = st(cp.asarray(host))
+    assert isinstance(out, cp.ndarray)
+    np.testing.assert_allclose(cp.asnumpy(out), sk.stencil(K.lap3d, backend="numpy")(host),
+                               rtol=1e-14)
+    np.testing.assert_allclose(st(host), cp.asnumpy(out), rtol=0)  # NumPy: copied both ways
     assert isinstance(sk.zeros((4, 5, 6), backend="cuda"), cp.ndarray)
+
+@needs_gxx
+def test_emulated_device_arrays_run_in_place(emulated):
+    """Arrays with __cuda_array_interface__ go to the kernel without a transfer; out is
+    allocated by the backend's array module; host and device arrays are not mixed."""
+    from .cuda_emulator import DeviceArray
+
+    rng = np.random.default_rng(6)
+    host = rng.random((7, 8, 9))
+    a = host.copy().view(DeviceArray)
+    st = sk.stencil(K.lap3d, backend="cuda")
+    out = st(a)
+    assert isinstance(out, DeviceArray)
+    np.testing.assert_array_equal(np.asarray(out), sk.stencil(K.lap3d, backend="numpy")(host))
+    given = np.full((7, 8, 9), -1.0).view(DeviceArray)
+    assert st(a, out=given) is given  # written in place: no copy came back
+    inner = (slice(1, -1),) * 3  # no cval given: out= keeps its border (Numba's rule)
+    np.testing.assert_array_equal(np.asarray(given)[inner], np.asarray(out)[inner])
+    assert np.asarray(given)[0, 0, 0] == -1.0
+    with pytest.raises(sk.ArgumentError, match="some arrays are on the GPU"):
+        sk.stencil(K.two_arrays, backend="cuda")(a[0], host[0])
+    with pytest.raises(sk.ArgumentError, match="need a GPU backend"):
+        sk.stencil(K.lap3d, backend="numpy")(a)
+    assert isinstance(sk.zeros((4, 5, 6), backend="cuda"), DeviceArray)

@@ -184,6 +184,10 @@ class PointStencil:
             from .distributed import point
 
             return point.call(self, args, out)
+        if any(map(integrations.is_device, args)) or integrations.is_device(out):
+            from .integrations import device  # CuPy arrays: the GPU backend runs in place
+
+            return device.point_call(self, args, out)
         if integrations.any_foreign(args) or integrations.is_foreign(out):
             return integrations.point_call(self, args, out)  # dask arrays, xarray objects
         if out is not None and not isinstance(out, np.ndarray) and not is_device_array(out):

@@ -1,4 +1,5 @@
-"""Stencils on other array libraries' objects: dask arrays, xarray DataArrays; pickling.
+"""Stencils on other array libraries' objects: dask arrays, xarray DataArrays, device
+arrays (``device.py``); pickling.
 
 The core (``stencil.py``, ``multistage.py``) hands a call off here with one test,
 :func:`is_foreign`, that never imports dask or xarray: it looks at the module that defined
@@ -15,6 +16,11 @@ _FOREIGN_ROOTS = ("dask", "xarray")
 def is_foreign(value: object) -> bool:
     """True for a dask array or an xarray object (by the defining module of its type)."""
     return type(value).__module__.partition(".")[0] in _FOREIGN_ROOTS
+
+
+def is_device(value: object) -> bool:
+    """True for an array on a GPU (``__cuda_array_interface__``: CuPy, Numba, PyTorch)."""
+    return hasattr(type(value), "__cuda_array_interface__")
 
 
 def any_foreign(values: Iterable[object]) -> bool:

@@ -27,10 +27,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError
 from ..ir import kernel as k
 from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
-from .launch import PointCall, check_shapes, status_error
+from .launch import PointCall, status_error
 
 #: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
 #: warp or more along it so that a warp's loads coalesce
@@ -174,13 +173,13 @@ class CudaEntry:
         dev: list[object] = []
         back: list[tuple[np.ndarray, object]] = []
         for n, a in zip(self.names, args):
-            if isinstance(a, np.ndarray):
+            if on_device(a):
+                dev.append(a if isinstance(a, cp.ndarray) else cp.asarray(a))  # no copy
+            elif isinstance(a, np.ndarray):
                 d = cp.asarray(a)  # a copy on the device (documented)
                 if n in self.writable:
                     back.append((a, d))
                 dev.append(d)
-            elif on_device(a):
-                dev.append(cp.asarray(a) if not isinstance(a, cp.ndarray) else a)  # no copy
             else:
                 dev.append(a)
         return dev, back
@@ -250,21 +249,13 @@ class CudaParLoopEntry(CudaEntry):
 
 
 class CudaPointCall(PointCall):
-    """One point-kernel specialization on the GPU: shapes and writability checked in
-    Python (the entry copies NumPy arrays, so inputs never alias ``out`` on the device)."""
+    """One point-kernel specialization on the GPU: ``out``, writability, overlap and shapes
+    checked in Python (the CUDA entry checks nothing itself)."""
 
     __slots__ = ()
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
-        if out is None:
-            out = np.empty(args[0].shape, self.out_dtype)
-            fill = True
-        else:
-            if not out.flags.writeable:
-                raise ArgumentError("'out' is read-only", stencil=self.name, loc=self.loc,
-                                    hint="pass a writable array as out=")
-            fill = self.has_cval
-        check_shapes(args, out, self.relative_positions, self.name, self.loc)
+        args, out, fill = self._checked_in_python(args, out)
         status = self.entry(*args, out, fill, self.cval)
         if status:
             raise status_error(status, self.name, self.loc)
