@@ -103,9 +103,15 @@ def test_show_file_that_fails(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("backend, says", [("fortran", "invalid choice: 'fortran'"),
-                                           ("cuda", "backend 'cuda' is not available")])
+                                           ("opencl", "backend 'opencl' is not available")])
 def test_show_bad_backend(capsys, kernels, backend, says):
     assert_usage_error(capsys, "show", f"{kernels}:blur", "--backend", backend, says=says)
+
+
+def test_show_cuda_source_without_a_device(capsys, kernels):
+    """A built backend's source is shown where it cannot run."""
+    status, out, err = cli(capsys, "show", f"{kernels}:blur", "--backend", "cuda")
+    assert status == 0 and "__global__" in out, err
 
 
 def test_show_into_a_closed_pipe_exits_quietly(kernels):
