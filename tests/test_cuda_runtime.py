@@ -223,3 +223,19 @@ def test_emulated_device_arrays_run_in_place(emulated):
     with pytest.raises(sk.ArgumentError, match="need a GPU backend"):
         sk.stencil(K.lap3d, backend="numpy")(a)
     assert isinstance(sk.zeros((4, 5, 6), backend="cuda"), DeviceArray)
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: a, lambda a: np.asfortranarray(a), lambda a: a[::-1, :, ::2],
+    lambda a: np.ascontiguousarray(a.transpose(2, 0, 1)).transpose(1, 2, 0),  # K planes
+    lambda a: np.broadcast_to(a[:, :1, :], a.shape),
+], ids=["C", "F", "reversed", "k-planes", "broadcast"])
+def test_device_copies_keep_unit_strides(make):
+    """The transfer to the device keeps each unit-stride axis unit-stride (the kernel may be
+    specialized for it), whatever the host layout; here NumPy stands in for CuPy."""
+    a = make(np.arange(4 * 5 * 6, dtype=np.float64).reshape(4, 5, 6))
+    d = rt.to_device(np, a)
+    np.testing.assert_array_equal(d, a)
+    for axis in range(3):
+        if a.strides[axis] == a.itemsize:
+            assert d.strides[axis] == d.itemsize

@@ -131,6 +131,22 @@ def check_dtype(name: str, array: object, dtype: np.dtype) -> None:
         raise TypeError(f"argument '{name}' must be an array of {dtype}, not {array.dtype}")
 
 
+def device_layout(a: np.ndarray) -> tuple[int, ...]:
+    """The axes of ``a`` outermost first, in the order its strides nest (broadcast axes
+    outermost): a contiguous copy made in this order keeps every axis that had unit stride
+    unit-stride, which the kernel may have been specialized for."""
+    return tuple(sorted(range(a.ndim), key=lambda d: (a.strides[d] == 0, abs(a.strides[d])),
+                        reverse=True))
+
+
+def to_device(cp, a: np.ndarray):
+    """A device copy of a host array with the same stride order (a plain ``cp.asarray``
+    of a non-contiguous array may choose another layout)."""
+    order = device_layout(a)
+    inverse = tuple(int(i) for i in np.argsort(order))
+    return cp.asarray(np.ascontiguousarray(a.transpose(order))).transpose(inverse)
+
+
 def on_device(a: object) -> bool:
     return hasattr(a, "__cuda_array_interface__") or (
         hasattr(a, "__dlpack_device__") and a.__dlpack_device__()[0] == 2)  # kDLCUDA
@@ -176,7 +192,7 @@ class CudaEntry:
             if on_device(a):
                 dev.append(a if isinstance(a, cp.ndarray) else cp.asarray(a))  # no copy
             elif isinstance(a, np.ndarray):
-                d = cp.asarray(a)  # a copy on the device (documented)
+                d = to_device(cp, a)  # a copy on the device (documented)
                 if n in self.writable:
                     back.append((a, d))
                 dev.append(d)
@@ -229,7 +245,7 @@ class CudaParLoopEntry(CudaEntry):
         back = []
         for p, a in zip(pointers[1:], arrays):
             if isinstance(a, np.ndarray):
-                d = cp.asarray(a)
+                d = to_device(cp, a)
                 if not p.has(k.ReadOnly):
                     back.append((a, d))
                 env[p.name] = d
