@@ -53,16 +53,20 @@ _dir = Path(tempfile.mkdtemp(prefix="stencilkit-cuda-emulator-"))
 def _driver(launch, printer) -> str:
     params = [printer.param(p) for p in launch.params] + ["int *sk_status"]
     args = [p.name for p in launch.params] + ["sk_status"]
+    # the driver's own names start with "emu_": the kernel's parameters (a host loop's
+    # counter "k", say) must not be shadowed
     return "\n".join([
-        f'extern "C" void emulate_{launch.name}({", ".join(params)}, unsigned gx, unsigned gy, '
-        "unsigned gz, unsigned bx, unsigned by, unsigned bz) {",
-        "    gridDim = {gx, gy, gz}; blockDim = {bx, by, bz};",
-        "    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y)",
-        "    for (unsigned x = 0; x < gx; ++x) {",
-        "        blockIdx = {x, y, z};",
-        "        for (unsigned k = 0; k < bz; ++k) for (unsigned j = 0; j < by; ++j)",
-        "        for (unsigned i = 0; i < bx; ++i) {",
-        "            threadIdx = {i, j, k};",
+        f'extern "C" void emulate_{launch.name}({", ".join(params)}, unsigned emu_gx, '
+        "unsigned emu_gy, unsigned emu_gz, unsigned emu_bx, unsigned emu_by, unsigned emu_bz) {",
+        "    gridDim = {emu_gx, emu_gy, emu_gz}; blockDim = {emu_bx, emu_by, emu_bz};",
+        "    for (unsigned emu_z = 0; emu_z < emu_gz; ++emu_z)",
+        "    for (unsigned emu_y = 0; emu_y < emu_gy; ++emu_y)",
+        "    for (unsigned emu_x = 0; emu_x < emu_gx; ++emu_x) {",
+        "        blockIdx = {emu_x, emu_y, emu_z};",
+        "        for (unsigned emu_k = 0; emu_k < emu_bz; ++emu_k)",
+        "        for (unsigned emu_j = 0; emu_j < emu_by; ++emu_j)",
+        "        for (unsigned emu_i = 0; emu_i < emu_bx; ++emu_i) {",
+        "            threadIdx = {emu_i, emu_j, emu_k};",
         f"            {launch.name}({', '.join(args)});",
         "        }",
         "    }",

@@ -318,7 +318,7 @@ def generated_identifiers() -> str:
     import stencilkit as sk
 
     parts = []
-    for backend in ("c", "numpy"):
+    for backend in ("c", "numpy", "cuda"):  # "cuda" generates without a device
         st = sk.stencil(_sample_point, backend=backend, cval=1.5, neighborhood=((-1, 1),),
                         standard_indexing=("w",))
         parts.append(st.generate(np.arange(6.0), np.arange(6, dtype=np.int64), 2,
