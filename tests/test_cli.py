@@ -103,8 +103,12 @@ def test_show_file_that_fails(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("backend, says", [("fortran", "invalid choice: 'fortran'"),
-                                           ("opencl", "backend 'opencl' is not available")])
-def test_show_bad_backend(capsys, kernels, backend, says):
+                                           ("planned", "backend 'planned' is not available")])
+def test_show_bad_backend(capsys, kernels, backend, says, monkeypatch):
+    from stencilkit.registry import base
+
+    planned = base.Backend("planned", "not yet", needs="nothing", probe=base.not_built)
+    monkeypatch.setitem(sk.registry.REGISTRY, "planned", planned)  # declared, not built
     assert_usage_error(capsys, "show", f"{kernels}:blur", "--backend", backend, says=says)
 
 
