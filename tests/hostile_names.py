@@ -33,7 +33,8 @@ stdin stdout stderr printf malloc free memcpy memset exit abort main sqrt sqrtf 
 log10 pow fabs fabsf floor ceil trunc round fmod copysign sin cos tan asin acos atan atan2
 sinh cosh tanh hypot cbrt erf erfc tgamma lgamma fmin fmax isnan isinf isfinite signbit
 creal cimag cabs conj cexp csqrt abs labs div omp omp_get_thread_num
-omp_get_num_threads _OPENMP __STDC__ __LINE__ __FILE__ __GNUC__ __STDC_VERSION__
+omp_get_num_threads omp_in_parallel omp_get_num_procs getenv strtol sk_team_size
+sk_team_threads _OPENMP __STDC__ __LINE__ __FILE__ __GNUC__ __STDC_VERSION__
 unix linux""".split()
 PYTHON_H = """PyObject Py_ssize_t Py_buffer PyLong_FromLong PyFloat_AsDouble PyErr_Occurred
 PyErr_SetString PyExc_ValueError PyExc_TypeError PyBuffer_Release PyObject_GetBuffer

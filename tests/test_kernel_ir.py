@@ -104,7 +104,7 @@ def test_c_platform_leaves_no_abstract_node():
     pragmas = ["".join(p if isinstance(p, str) else "<e>" for p in n.parts)
                for n in _nodes(lowered, k.Pragma)]
     assert "omp parallel for schedule(static) reduction(+: <e>[:1]) reduction(max: <e>[:2]) " \
-           "if(<e>)" in pragmas
+           "if(<e>) num_threads(sk_team_size())" in pragmas
     assert pragmas.count("omp atomic") == 2 and pragmas.count("omp atomic write") == 1
     assert isinstance(lowered.body[0], k.Declare) and isinstance(lowered.body[-1], k.Return)
     assert lowered.params == _loop(atomic=True).params

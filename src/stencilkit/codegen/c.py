@@ -31,6 +31,31 @@ _PRELUDE = """\
 #endif
 """
 
+_TEAM_SIZE = """\
+#ifdef _OPENMP
+#include <omp.h>
+#include <stdlib.h>
+/* The team of every parallel region: OMP_NUM_THREADS's first entry, else the CPUs this
+ * process may run on (OpenMP's own default), read once; 1 inside a caller's parallel region.
+ * Not omp_get_max_threads(): Numba's OpenMP threading layer calls
+ * omp_set_num_threads(NUMBA_NUM_THREADS) in the libgomp it shares with us and enables
+ * nesting, so after a Numba parallel call that would ignore OMP_NUM_THREADS and a call from
+ * inside a parallel region would start a nested team. */
+static int sk_team_threads;
+static inline int sk_team_size(void) {
+    if (omp_in_parallel()) return 1;
+    int n = __atomic_load_n(&sk_team_threads, __ATOMIC_RELAXED);
+    if (n <= 0) {
+        const char *env = getenv("OMP_NUM_THREADS");
+        long v = env ? strtol(env, NULL, 10) : 0;
+        n = v > 0 ? (int)v : omp_get_num_procs();
+        __atomic_store_n(&sk_team_threads, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+#endif
+"""
+
 # Helper bodies; $T is the C type, $S the type suffix.
 _INT_HELPERS = {
     "floordiv": """static inline $T sk_floordiv_$S($T a, $T b) {
@@ -185,7 +210,7 @@ class CPrinter(CFamilyPrinter):
         return self.function_text(self.kernel)
 
     def prelude(self) -> str:
-        parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", _INDEX_HELPERS]
+        parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", _INDEX_HELPERS, _TEAM_SIZE]
         for op, t in sorted(self.helpers, key=lambda h: (h[0], str(h[1]))):
             src = helper_source(op, t)
             if src:

@@ -13,6 +13,8 @@ from .base import Platform, status_constant
 
 _HELPER_MATH = ("min", "max", "minimum", "maximum", "abs", "sign")
 _TESTS = ("isnan", "isinf", "isfinite")
+# an explicit team size (codegen/c.py's prelude says why)
+_TEAM = " num_threads(sk_team_size())"
 
 
 class CPlatform(Platform):
@@ -30,11 +32,13 @@ class CPlatform(Platform):
                       f"[:{r.size}])"]
         if par.only_if is not None:
             parts += [" if(", par.only_if, ")"]
+        if not par.shared:
+            parts.append(_TEAM)
         plain = dataclasses.replace(loop, parallel=None, vectorize=False)
         return (k.Pragma(tuple(parts)), plain)
 
     def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
-        return (k.Pragma(("omp parallel",)), k.Block(region.body, loc=region.loc))
+        return (k.Pragma(("omp parallel", _TEAM)), k.Block(region.body, loc=region.loc))
 
     def vector_loop(self, loop: k.Loop) -> tuple[k.Stmt, ...]:
         # the arrays are restrict-qualified, but GCC still versions loops whose stores may
