@@ -177,7 +177,16 @@ class PointStencil:
             call = None
         if call is None:
             return self._first_call(args, out)
-        return call(args, out)
+        if out is None or type(call) is not PointCall:  # subclasses check in Python
+            return call(args, out)
+        # A C entry point with the caller's out, called here rather than through
+        # PointCall.__call__ (one Python frame less per call): it checks the arguments itself
+        # before running anything, so on a refusal the PointCall runs it again and reports.
+        try:
+            status = call.entry(*args, out, call.has_cval, call.cval)
+        except (ValueError, BufferError, TypeError):
+            return call(args, out)
+        return call._after(status, args, out) if status else out
 
     def _first_call(self, args: tuple[object, ...], out: object):
         if involved(args, (out,)):  # MPI: DistributedArrays never reach the signature cache
