@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -211,3 +212,32 @@ def test_backends_lists_every_backend(capsys):
     for name in sk.registry.REGISTRY:
         assert out.count(f"{name} ") >= 1
     assert "numpy" in out and "available" in out
+
+
+def _bench_result(path: Path, ours: float, peer: float, copy: float) -> str:
+    path.write_text(json.dumps({"stream_gbs": {"copy": copy, "triad": copy}, "cases": [
+        {"name": "lap3d-64", "size": "64^3 float64", "bytes": 1,
+         "seconds": {"stencilkit-c": ours, "hand-c": peer}, "spread": {}},
+        {"name": "only-in-a", "size": "", "bytes": 0, "seconds": {"stencilkit-c": 1.0}}]}))
+    return str(path)
+
+
+def test_bench_compare_prints_the_ratios_of_two_runs(capsys, tmp_path):
+    a = _bench_result(tmp_path / "a.json", ours=2e-3, peer=3e-3, copy=40.0)
+    b = _bench_result(tmp_path / "b.json", ours=4e-3, peer=4.5e-3, copy=20.0)
+    b_doc = json.loads(Path(b).read_text())
+    b_doc["cases"].pop()  # a case that only one run has is left out
+    Path(b).write_text(json.dumps(b_doc))
+    status, out, _ = cli(capsys, "bench", "--compare", a, b)
+    assert status == 0
+    row = next(line for line in out.splitlines() if "hand-c" in line).split()
+    # A, B, B/A, vs ours in A, vs ours in B, drift
+    assert row[-4:] == ["1.50", "1.50", "1.12", "0.75"]
+    assert "only-in-a" not in out
+
+
+def test_bench_compare_refuses_what_is_no_result(capsys, tmp_path):
+    (tmp_path / "x.json").write_text("[1, 2]")
+    status, out, err = cli(capsys, "bench", "--compare", str(tmp_path / "x.json"),
+                           str(tmp_path / "missing.json"))
+    assert status == 2 and out == "" and err.count("\n") == 1

@@ -36,19 +36,54 @@ void triad(double *restrict a, const double *restrict b, const double *restrict 
 """
 
 
+class Medians(dict):
+    """Median seconds per implementation; ``spread`` is each one's half interquartile range
+    relative to its median (0.05: the middle half of the samples lies within about ±5%)."""
+
+    def __init__(self, samples: dict[str, list[float]]) -> None:
+        super().__init__({k: statistics.median(v) for k, v in samples.items()})
+        self.spread = {k: spread(v) for k, v in samples.items()}
+
+
+def spread(samples: list[float]) -> float:
+    if len(samples) < 4:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(samples, n=4)
+    return (q3 - q1) / 2 / statistics.median(samples)
+
+
 def _median_times(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2,
-                  ) -> dict[str, float]:
-    """Median seconds per call of each function, calls interleaved round-robin."""
-    for f in fns.values():
-        for _ in range(warmup):
-            f()
+                  before: Callable[[str], object] | None = None) -> Medians:
+    """Median seconds per call of each function. The calls are interleaved, one of each per
+    round in an order shuffled every round (a fixed order lets the drift of a shared machine,
+    or one implementation's cache footprint, favour its successor); ``before(name)`` runs
+    untimed before each call."""
+    import random
+
+    order = random.Random(0)
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            if before:
+                before(name)
+            fns[name]()
     samples: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeats):
-        for name, f in fns.items():
+        order.shuffle(names)
+        for name in names:
+            if before:
+                before(name)
+            f = fns[name]
             t0 = time.perf_counter()
             f()
             samples[name].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in samples.items()}
+    return Medians({k: samples[k] for k in fns})
+
+
+def _same(name: str, got: np.ndarray, want: np.ndarray) -> None:
+    """A peer is timed only once its result matches ours (a wrong peer is a wrong ratio)."""
+    if not np.allclose(got, want, rtol=1e-12, atol=1e-12):
+        raise AssertionError(f"bench: {name} differs from stencilkit's result")
 
 
 def stream(n: int, repeats: int) -> dict[str, float]:
@@ -192,7 +227,8 @@ def case_jacobi2d(n: int, repeats: int) -> dict:
         out[1:-1, 1:-1] = 0.25 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
 
     fns = {"stencilkit-c": lambda: c(a, out=out), "stencilkit-numpy": lambda: npb(a, out=out),
-           "numpy-slicing": hand, **_opencl_point_rows(jacobi, a, out)}
+           "numpy-slicing": hand, "hand-c": _hand_c("jacobi2d", c, (a,), out),
+           **_opencl_point_rows(jacobi, a, out)}
     nb = _numba()
     if nb is not None:
         nbs = nb.stencil(jacobi)
@@ -209,6 +245,18 @@ def case_jacobi2d(n: int, repeats: int) -> dict:
     t = _median_times(fns, repeats)
     return {"name": "jacobi2d", "size": f"{n}^2 float64", "bytes": 16 * (n - 2) ** 2,
             "seconds": t}
+
+
+def _hand_c(case: str, ours, args: tuple, out: np.ndarray) -> Callable[[], object]:
+    """The hand-written C of a point-kernel case, checked against our result."""
+    from . import bench_handc
+
+    run = getattr(bench_handc, case)(*args, out)
+    want = ours(*args)
+    out[...] = 0
+    run()
+    _same(f"hand-c {case}", out, want)
+    return run
 
 
 def case_border_modes(n: int, repeats: int) -> dict:
@@ -291,7 +339,8 @@ def case_lap3d(n: int, repeats: int) -> dict:
                                  - 6.0 * a[1:-1, 1:-1, 1:-1])
 
     fns = {"stencilkit-c": lambda: c(a, out=out), "stencilkit-numpy": lambda: npb(a, out=out),
-           "numpy-slicing": hand, **_opencl_point_rows(lap, a, out)}
+           "numpy-slicing": hand, "hand-c": _hand_c("lap3d", c, (a,), out),
+           **_opencl_point_rows(lap, a, out)}
     nb = _numba()
     if nb is not None:
         nbs = nb.stencil(lap)
@@ -330,6 +379,16 @@ def case_overhead(repeats: int) -> dict:
     nb = _numba()
     if nb is not None:
         fns["numba.stencil"] = _jitted_stencil(nb, nb.stencil(lap), a, out)
+
+        @nb.njit(parallel=True)
+        def loop(a, out):
+            for i in nb.prange(1, a.shape[0] - 1):
+                for j in range(1, a.shape[1] - 1):
+                    for k in range(1, a.shape[2] - 1):
+                        out[i, j, k] = (a[i - 1, j, k] + a[i + 1, j, k] + a[i, j - 1, k]
+                                        + a[i, j + 1, k] - 4.0 * a[i, j, k])
+
+        fns["numba-njit-parallel"] = lambda: loop(a, out)
     # each sample is a batch of calls lasting about 10 ms; report seconds per call
     counts = {}
     for k, f in fns.items():
@@ -339,7 +398,7 @@ def case_overhead(repeats: int) -> dict:
     batch = {k: (lambda f=f, n=counts[k]: [f() for _ in range(n)]) for k, f in fns.items()}
     t = _median_times(batch, repeats)
     return {"name": "overhead", "size": "16^3 float64", "bytes": 0,
-            "seconds": {k: v / counts[k] for k, v in t.items()}}
+            "seconds": {k: v / counts[k] for k, v in t.items()}, "spread": t.spread}
 
 
 def _computations():
@@ -371,8 +430,17 @@ def case_hdiff(n: int, nk: int, repeats: int) -> dict:
         out[2:-2, 2:-2] = inp[2:-2, 2:-2] - coeff[2:-2, 2:-2] * (
             flx[1:] - flx[:-1] + fly[:, 1:] - fly[:, :-1])
 
+    from . import bench_handc
+
+    c(inp, out, coeff, **geo)
+    want = out.copy()
+    out[...] = 0
+    fused = bench_handc.hdiff(inp, coeff, out)
+    fused()
+    _same("hand-c hdiff", out, want)
     fns = {"stencilkit-c": lambda: c(inp, out, coeff, **geo),
-           "stencilkit-numpy": lambda: npb(inp, out, coeff, **geo), "numpy-slicing": hand}
+           "stencilkit-numpy": lambda: npb(inp, out, coeff, **geo), "numpy-slicing": hand,
+           "hand-c-fused": fused}
     if _opencl():  # NumPy fields: copied to the device and back on every call
         ocl = sk.stencil(defs.hdiff, backend="opencl")
         fns["stencilkit-opencl"] = lambda: ocl(inp, out, coeff, **geo)
@@ -402,6 +470,8 @@ def case_tridiag(n: int, nk: int, repeats: int) -> dict:
         for w, b in zip(work[k], layouts[k]):
             w[...] = b  # reset c and d: each timed call solves the same system
 
+    from . import bench_handc
+
     fns: dict[str, Callable[[], object]] = {
         "stencilkit-c-storage": lambda: c(*work["storage"]),
         "stencilkit-c-c-order": lambda: c(*work["c-order"]),
@@ -410,21 +480,25 @@ def case_tridiag(n: int, nk: int, repeats: int) -> dict:
     if _opencl():
         ocl = sk.stencil(defs.tridiagonal, backend="opencl")
         fns["stencilkit-opencl"] = lambda: ocl(*work["c-order"])
+    for layout in ("storage", "c-order"):  # checked against ours on the same layout
+        fresh(layout)
+        c(*work[layout])
+        want = work[layout][3].copy()
+        fresh(layout)
+        hand = bench_handc.tridiag(*work[layout])
+        hand()
+        _same(f"hand-c tridiag ({layout})", work[layout][3], want)
+        fns[f"hand-c-{layout}"] = hand
     nb = _numba()
     if nb is not None:
         fns["numba-njit-parallel"] = lambda: defs.tridiag_numba(*work["c-order"])
-    resets = {"stencilkit-c-storage": "storage"}
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for rep in range(repeats + 2):
-        for name, f in fns.items():
-            fresh(resets.get(name, "c-order"))
-            t0 = time.perf_counter()
-            f()
-            if rep >= 2:
-                samples[name].append(time.perf_counter() - t0)
-    t = {k: statistics.median(v) for k, v in samples.items()}
-    t["stencilkit-c"] = t["stencilkit-c-storage"]
-    return {"name": "tridiag", "size": f"{n}x{n}x{nk} float64", "bytes": 0, "seconds": t}
+    resets = {"stencilkit-c-storage": "storage", "hand-c-storage": "storage"}
+    # reset c and d before every call: each timed call solves the same system
+    t = _median_times(fns, repeats, before=lambda name: fresh(resets.get(name, "c-order")))
+    seconds = dict(t)
+    seconds["stencilkit-c"] = seconds["stencilkit-c-storage"]
+    return {"name": "tridiag", "size": f"{n}x{n}x{nk} float64", "bytes": 0, "seconds": seconds,
+            "spread": t.spread}
 
 
 def triangle_mesh(nx: int, ny: int) -> tuple[np.ndarray, np.ndarray]:
@@ -513,8 +587,8 @@ def case_compile() -> dict:
 
 def _table(results: list[dict], bw: dict[str, float]) -> str:
     lines = [f"STREAM: copy {bw['copy']:.1f} GB/s, triad {bw['triad']:.1f} GB/s", ""]
-    header = f"{'case':<14} {'implementation':<22} {'median':>12} {'GB/s':>8} {'/STREAM':>8} " \
-             f"{'vs ours':>8}"
+    header = f"{'case':<14} {'implementation':<26} {'median':>12} {'spread':>7} {'GB/s':>8} " \
+             f"{'/STREAM':>8} {'vs ours':>8}"
     lines += [header, "-" * len(header)]
     for r in results:
         ours = r["seconds"].get(r.get("reference", "stencilkit-c"))
@@ -523,12 +597,52 @@ def _table(results: list[dict], bw: dict[str, float]) -> str:
             rate = f"{gbs:8.1f}" if gbs else " " * 8
             frac = f"{gbs / bw['copy']:8.2f}" if gbs else " " * 8
             ratio = f"{t / ours:8.2f}" if ours else " " * 8
+            half = r.get("spread", {}).get(impl)
+            sp = f"{100 * half:6.1f}%" if half is not None else " " * 7
             shown = f"{t * 1e6:9.2f} us" if t < 1e-3 else f"{t * 1e3:9.2f} ms"
-            lines.append(f"{r['name']:<14} {impl:<22} {shown:>12} {rate} {frac} {ratio}")
+            lines.append(f"{r['name']:<14} {impl:<26} {shown:>12} {sp} {rate} {frac} {ratio}")
         if "coloring_seconds" in r:
             lines.append(f"{r['name']:<14} {'(block colouring, once)':<22} "
                          f"{r['coloring_seconds'] * 1e3:9.2f} ms")
     return "\n".join(lines)
+
+
+def compare(path_a: str, path_b: str) -> int:
+    """The ratio table of two ``--json`` results: each implementation's median in A and B,
+    B/A, and its ratio to stencilkit in each run (those should agree between two runs on one
+    machine; their quotient is how far they do not)."""
+    try:
+        runs = [json.loads(Path(p).read_text()) for p in (path_a, path_b)]
+        cases = [{r["name"]: r for r in run["cases"]} for run in runs]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"stencilkit bench --compare: not two results of 'stencilkit bench --json' "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 2
+    header = (f"{'case':<14} {'implementation':<26} {'A':>11} {'B':>11} {'B/A':>6} "
+              f"{'vs ours A':>9} {'vs ours B':>9} {'drift':>6}")
+    bw = [run.get("stream_gbs", {}).get("copy") for run in runs]
+    lines = [f"A: {path_a} (STREAM copy {bw[0] or 0:.1f} GB/s)",
+             f"B: {path_b} (STREAM copy {bw[1] or 0:.1f} GB/s)", "", header, "-" * len(header)]
+
+    def shown(t: float) -> str:
+        return f"{t * 1e6:8.2f} us" if t < 1e-3 else f"{t * 1e3:8.2f} ms"
+
+    for name, ra in cases[0].items():
+        rb = cases[1].get(name)
+        if rb is None:
+            continue
+        refs = [r["seconds"].get(r.get("reference", "stencilkit-c")) for r in (ra, rb)]
+        for impl, ta in ra["seconds"].items():
+            tb = rb["seconds"].get(impl)
+            if tb is None:
+                continue
+            va, vb = (t / ref if ref else None for t, ref in ((ta, refs[0]), (tb, refs[1])))
+            rel = (f"{va:9.2f} {vb:9.2f} {vb / va:6.2f}" if va and vb else " " * 26)
+            lines.append(f"{name:<14} {impl:<26} {shown(ta):>11} {shown(tb):>11} "
+                         f"{tb / ta:6.2f} {rel}")
+    lines += ["", "drift: (vs ours in B) / (vs ours in A); 1.00 means the ratio held between runs"]
+    print("\n".join(lines))
+    return 0
 
 
 def _plot(results: list[dict], bw: dict[str, float], path: str) -> None:
@@ -553,7 +667,7 @@ def _plot(results: list[dict], bw: dict[str, float], path: str) -> None:
 
 def run(quick: bool = False, json_path: str | None = None, plot_path: str | None = None,
         only: list[str] | None = None) -> int:
-    repeats = 5 if quick else 10
+    repeats = 5 if quick else 20
     sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
              "stream": 1 << 21 if quick else 1 << 25,
              "dask_jacobi2d": 1024 if quick else 8192}
@@ -582,7 +696,11 @@ def run(quick: bool = False, json_path: str | None = None, plot_path: str | None
     if "dask_jacobi2d" in want:
         dask_case = case_dask_jacobi2d(sizes["dask_jacobi2d"], repeats)
         results += [dask_case] if dask_case else []
+    for r in results:
+        r.setdefault("spread", getattr(r["seconds"], "spread", {}))
     print(_table(results, bw))
+    print("\nspread: half the interquartile range of the samples, relative to the median; "
+          "vs ours: median / stencilkit's median")
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
             "numpy": np.__version__, "quick": quick, "stream_gbs": bw, "cases": results}
     if json_path:

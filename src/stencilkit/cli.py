@@ -198,8 +198,10 @@ def show(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- bench, backends
 
 def bench(args: argparse.Namespace) -> int:
-    from .bench import run
+    from .bench import compare, run
 
+    if args.compare:
+        return compare(*args.compare)
     return run(quick=args.quick, json_path=args.json, plot_path=args.plot, only=args.only)
 
 
@@ -244,6 +246,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write results as JSON to this file")
     p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart to this file")
     p.add_argument("--only", nargs="*", metavar="CASE", help="run only these cases")
+    p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                   help="print the ratio table of two --json results (runs nothing)")
     p.set_defaults(run=bench)
     p = sub.add_parser("show", help="print the generated code of FILE.py:NAME",
                        description="Print the code generated for the stencil, kernel or "

@@ -1,0 +1,168 @@
+"""Hand-written C peers of ``stencilkit bench``'s cases, built with our toolchain and flags
+and called through ctypes in the same process as everything else they are timed against.
+
+Each is the loop a C programmer would write for the case: OpenMP over the outermost index,
+the innermost index contiguous; hdiff fused into one loop nest; the tridiagonal solve as one
+Thomas recurrence per column on C-ordered arrays (K contiguous), and as K-outer sweeps over
+IJ planes (rows of J contiguous) on K-outermost storages.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+_SOURCE = r"""
+#include <stdint.h>
+#define IDX3(i, j, k) ((i) * s0 + (j) * s1 + (k))
+
+void jacobi2d(const double *restrict a, double *restrict out, int64_t n0, int64_t n1) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 1; i < n0 - 1; ++i)
+        for (int64_t j = 1; j < n1 - 1; ++j)
+            out[i * n1 + j] = 0.25 * (a[(i - 1) * n1 + j] + a[(i + 1) * n1 + j]
+                                      + a[i * n1 + j - 1] + a[i * n1 + j + 1]);
+}
+
+void lap3d(const double *restrict a, double *restrict out, int64_t n0, int64_t n1, int64_t n2) {
+    const int64_t s0 = n1 * n2, s1 = n2;
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 1; i < n0 - 1; ++i)
+        for (int64_t j = 1; j < n1 - 1; ++j)
+            for (int64_t k = 1; k < n2 - 1; ++k)
+                out[IDX3(i, j, k)] = a[IDX3(i - 1, j, k)] + a[IDX3(i + 1, j, k)]
+                    + a[IDX3(i, j - 1, k)] + a[IDX3(i, j + 1, k)] + a[IDX3(i, j, k - 1)]
+                    + a[IDX3(i, j, k + 1)] - 6.0 * a[IDX3(i, j, k)];
+}
+
+void hdiff(const double *restrict in, const double *restrict coeff, double *restrict out,
+           int64_t ni, int64_t nj, int64_t nk) {
+    const int64_t s0 = nj * nk, s1 = nk;
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 2; i < ni - 2; ++i)
+        for (int64_t j = 2; j < nj - 2; ++j)
+            for (int64_t k = 0; k < nk; ++k) {
+#define LAP(p, q) (4.0 * in[IDX3(p, q, k)] - (in[IDX3(p + 1, q, k)] + in[IDX3(p - 1, q, k)] \
+                   + in[IDX3(p, q + 1, k)] + in[IDX3(p, q - 1, k)]))
+                double c = in[IDX3(i, j, k)];
+                double lc = LAP(i, j), le = LAP(i + 1, j), lw = LAP(i - 1, j);
+                double ln = LAP(i, j + 1), ls = LAP(i, j - 1);
+                double r = le - lc;
+                double fxc = r * (in[IDX3(i + 1, j, k)] - c) > 0 ? 0.0 : r;
+                r = lc - lw;
+                double fxw = r * (c - in[IDX3(i - 1, j, k)]) > 0 ? 0.0 : r;
+                r = ln - lc;
+                double fyc = r * (in[IDX3(i, j + 1, k)] - c) > 0 ? 0.0 : r;
+                r = lc - ls;
+                double fys = r * (c - in[IDX3(i, j - 1, k)]) > 0 ? 0.0 : r;
+                out[IDX3(i, j, k)] = c - coeff[IDX3(i, j, k)] * (fxc - fxw + fyc - fys);
+#undef LAP
+            }
+}
+
+/* Thomas solve along k; element (i, j, k) at i * si + j * sj + k * sk. */
+void tridiag_columns(const double *restrict a, const double *restrict b, double *restrict c,
+                     double *restrict d, int64_t ni, int64_t nj, int64_t nk) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < ni; ++i)
+        for (int64_t j = 0; j < nj; ++j) {
+            const int64_t o = (i * nj + j) * nk;
+            c[o] /= b[o];
+            d[o] /= b[o];
+            for (int64_t k = 1; k < nk; ++k) {
+                double m = 1.0 / (b[o + k] - a[o + k] * c[o + k - 1]);
+                c[o + k] *= m;
+                d[o + k] = (d[o + k] - a[o + k] * d[o + k - 1]) * m;
+            }
+            for (int64_t k = nk - 2; k >= 0; --k) d[o + k] -= c[o + k] * d[o + k + 1];
+        }
+}
+
+void tridiag_planes(const double *restrict a, const double *restrict b, double *restrict c,
+                    double *restrict d, int64_t ni, int64_t nj, int64_t nk,
+                    int64_t si, int64_t sk) {
+    /* rows of j contiguous (unit stride), each thread sweeps k over its own rows */
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < ni; ++i) {
+        const int64_t r = i * si;
+        for (int64_t j = 0; j < nj; ++j) {
+            c[r + j] /= b[r + j];
+            d[r + j] /= b[r + j];
+        }
+        for (int64_t k = 1; k < nk; ++k) {
+            const int64_t o = r + k * sk, p = o - sk;
+            #pragma GCC ivdep
+            for (int64_t j = 0; j < nj; ++j) {
+                double m = 1.0 / (b[o + j] - a[o + j] * c[p + j]);
+                c[o + j] *= m;
+                d[o + j] = (d[o + j] - a[o + j] * d[p + j]) * m;
+            }
+        }
+        for (int64_t k = nk - 2; k >= 0; --k) {
+            const int64_t o = r + k * sk, q = o + sk;
+            #pragma GCC ivdep
+            for (int64_t j = 0; j < nj; ++j) d[o + j] -= c[o + j] * d[q + j];
+        }
+    }
+}
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def library() -> ctypes.CDLL:
+    """The peers, compiled once per process with the toolchain our "c" backend uses."""
+    from .build.toolchain import toolchain
+
+    tc = toolchain()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "handc.c"
+        src.write_text(_SOURCE)
+        lib = Path(tmp) / "handc.so"
+        subprocess.run([tc.cc, *tc.flags, str(src), "-o", str(lib)], check=True)
+        return ctypes.CDLL(str(lib))
+
+
+def _ptr(x: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(x.ctypes.data)
+
+
+def _ints(*v: int) -> list[ctypes.c_int64]:
+    return [ctypes.c_int64(int(n)) for n in v]
+
+
+def jacobi2d(a: np.ndarray, out: np.ndarray) -> Callable[[], object]:
+    f, args = library().jacobi2d, [_ptr(a), _ptr(out), *_ints(*a.shape)]
+    return lambda: f(*args)
+
+
+def lap3d(a: np.ndarray, out: np.ndarray) -> Callable[[], object]:
+    f, args = library().lap3d, [_ptr(a), _ptr(out), *_ints(*a.shape)]
+    return lambda: f(*args)
+
+
+def hdiff(inp: np.ndarray, coeff: np.ndarray, out: np.ndarray) -> Callable[[], object]:
+    f, args = library().hdiff, [_ptr(inp), _ptr(coeff), _ptr(out), *_ints(*inp.shape)]
+    return lambda: f(*args)
+
+
+def tridiag(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray
+            ) -> Callable[[], object]:
+    """Columns on C-ordered arrays, K-outer plane sweeps where J has unit stride and K is
+    outermost (``sk.zeros`` storages); the four arrays share one layout."""
+    ni, nj, nk = a.shape
+    item = a.itemsize
+    ptrs = [_ptr(x) for x in (a, b, c, d)]
+    if a.flags.c_contiguous:
+        f, args = library().tridiag_columns, [*ptrs, *_ints(ni, nj, nk)]
+    elif a.strides[1] == item and a.strides[2] >= a.strides[0] * ni:
+        f, args = library().tridiag_planes, [*ptrs, *_ints(ni, nj, nk, a.strides[0] // item,
+                                                           a.strides[2] // item)]
+    else:
+        raise ValueError(f"no hand-written tridiagonal solve for strides {a.strides}")
+    return lambda: f(*args)
