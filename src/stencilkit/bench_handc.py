@@ -47,6 +47,7 @@ void hdiff(const double *restrict in, const double *restrict coeff, double *rest
     #pragma omp parallel for schedule(static)
     for (int64_t i = 2; i < ni - 2; ++i)
         for (int64_t j = 2; j < nj - 2; ++j)
+            #pragma GCC ivdep
             for (int64_t k = 0; k < nk; ++k) {
 #define LAP(p, q) (4.0 * in[IDX3(p, q, k)] - (in[IDX3(p + 1, q, k)] + in[IDX3(p - 1, q, k)] \
                    + in[IDX3(p, q + 1, k)] + in[IDX3(p, q - 1, k)]))
