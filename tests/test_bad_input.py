@@ -160,3 +160,21 @@ def test_ndarray_subclasses_are_keyed_by_dtype(backend, tmp_path):
     assert st(ints).dtype == np.int64
     r = st(floats)
     assert r.dtype == np.float64 and r[0, 0] == 1.5 + 5.5
+
+
+def test_a_known_signature_with_a_bad_out_gets_the_same_errors(backend):
+    # A call whose signature is cached goes straight to the entry point (on "c" without the
+    # PointCall frame): shape, writability, overlap and alignment still get the slow path.
+    st = sk.stencil(K.blur, backend=backend)
+    want = st(A, out=np.zeros_like(A))
+    with pytest.raises(sk.ArgumentError, match="shape") as info:
+        st(A, out=np.zeros((7, 9)))
+    _check(info.value, "blur")
+    read_only = np.zeros_like(A)
+    read_only.flags.writeable = False
+    with pytest.raises(sk.ArgumentError, match="read-only"):
+        st(A, out=read_only)
+    same = A.copy()
+    assert np.array_equal(st(same, out=same)[1:-1, 1:-1], want[1:-1, 1:-1])
+    raw = np.zeros(A.size * 8 + 1, dtype=np.uint8)[1:].view(np.float64).reshape(A.shape)
+    assert np.array_equal(st(A, out=raw)[1:-1, 1:-1], want[1:-1, 1:-1])
