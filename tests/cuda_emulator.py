@@ -40,6 +40,10 @@ template <class T> static inline T atomicMin(T *p, T v) { T o = *p; if (v < o) *
 template <class T> static inline T atomicMax(T *p, T v) { T o = *p; if (v > o) *p = v; return o; }
 template <class T> static inline T atomicExch(T *p, T v) { T o = *p; *p = v; return o; }
 template <class T> static inline T atomicCAS(T *p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+/* threads run one after the other, so no warp exchanges values: a warp of one lane (each
+   thread adds its own private copy with an atomic) */
+#define SK_WARP 1
+template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 """
 
 _CTYPES = {"b1": ctypes.c_bool, "i1": ctypes.c_int8, "u1": ctypes.c_uint8,

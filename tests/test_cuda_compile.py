@@ -205,9 +205,19 @@ def test_parloop_compiles(name, race):
     compiles(source, name)
 
 
-def test_global_reduction_is_private_then_atomic():
+def test_global_reduction_is_private_then_warp_then_atomic():
+    """A Global reduction: each thread's private copy initialized once, before its grid-stride
+    loop, combined across the warp by shuffles after it, and added by lane 0 alone."""
     source = _parloops()["cell_area"]("atomic").generate(backend="cuda")
-    assert "r2_private[1]" in source and "sk_atomic_add_f64(r2 + 0, r2_private[0])" in source
+    body = source[source.index("double r2_private[1];"):]
+    loop_end = body.index("\n    }\n")  # the grid-stride loop's closing brace
+    assert body.index("r2_private[0] = 0.0;") < body.index("for (int64_t b = ") < loop_end
+    after = body[loop_end:]
+    assert after.index("r2_private[0] = sk_warp_add(r2_private[0]);") < \
+        after.index("if (sk_lane() == 0) {") < \
+        after.index("sk_atomic_add_f64(r2 + 0, r2_private[0]);")
+    if nvrtc_problem() is None:  # the shuffles reach the PTX
+        assert "shfl.sync.down" in compile_ptx_uncached(source, ARCH, "cell_area")
 
 
 # ---------------------------------------------------------------- errors, availability

@@ -9,6 +9,7 @@ prelude defines the fixed-width integer types and the constants the C printer us
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -118,6 +119,33 @@ SK_DEVICE void sk_atomic_max_f32(float *p, float v) {
         old = atomicCAS(a, seen, __float_as_int(v));
     } while (old != seen);
 }
+
+/* reductions: a warp's private copies combined by shuffles before lane 0's one atomic; the
+   blocks are whole warps (runtime.cuda.BLOCKS). NaN is skipped as the atomics skip it. */
+#ifndef SK_WARP
+#define SK_WARP 32
+#endif
+SK_DEVICE int64_t sk_lane(void) {
+    return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % SK_WARP;
+}
+template <class T> SK_DEVICE T sk_warp_add(T v) {
+    for (int o = SK_WARP / 2; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+template <class T> SK_DEVICE T sk_warp_min(T v) {
+    for (int o = SK_WARP / 2; o > 0; o /= 2) {
+        T w = __shfl_down_sync(0xffffffffu, v, o);
+        if (w < v || v != v) v = w;
+    }
+    return v;
+}
+template <class T> SK_DEVICE T sk_warp_max(T v) {
+    for (int o = SK_WARP / 2; o > 0; o /= 2) {
+        T w = __shfl_down_sync(0xffffffffu, v, o);
+        if (w > v || v != v) v = w;
+    }
+    return v;
+}
 """
 
 
@@ -157,6 +185,7 @@ class CudaPrinter(CFamilyPrinter):
             start = thread if isinstance(d.start, k.Constant) and int(d.start.value) == 0 \
                 else k.Op("+", (d.start, thread), dtype=k.INDEX)
             body = (k.Loop(d.counter, start, d.stop, k.Literal(stride, dtype=k.INDEX), body),)
+        body = (*launch.prologue, *body, *launch.epilogue)
         for cond in reversed(launch.conditions):
             body = (k.Branch(cond, body),)
         params = [self.param(p) for p in launch.params]
@@ -196,10 +225,9 @@ def plan_source(plan: LaunchPlan, internal: tuple[k.KernelFunction, ...] = ()) -
     for launch in plan.launches():
         printer.declared = set()
         dims = launch.dims
-        launch = Launch(launch.name, launch.params,
-                        tuple(type(d)(d.counter, CUDA_PLATFORM.lower_expr(d.start),
-                                      CUDA_PLATFORM.lower_expr(d.stop)) for d in dims),
-                        launch.conditions, launch.body)
+        launch = dataclasses.replace(
+            launch, dims=tuple(type(d)(d.counter, CUDA_PLATFORM.lower_expr(d.start),
+                                       CUDA_PLATFORM.lower_expr(d.stop)) for d in dims))
         parts += [printer.launch(launch, status), ""]
     helpers = []
     for op, t in sorted(printer.helpers, key=lambda h: (h[0], str(h[1]))):

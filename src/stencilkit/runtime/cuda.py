@@ -32,7 +32,8 @@ from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
 from .launch import PointCall, status_error
 
 #: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
-#: warp or more along it so that a warp's loads coalesce
+#: warp or more along it so that a warp's loads coalesce; every block with grid dimensions is
+#: whole warps (the reductions shuffle across all 32 lanes)
 BLOCKS = {0: (1, 1, 1), 1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
 GRID_LIMITS = (2**31 - 1, 65535, 65535)  # beyond these, the grid-stride loops take over
 
