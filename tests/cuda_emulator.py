@@ -118,7 +118,22 @@ class DeviceArray(np.ndarray):
     @property
     def __cuda_array_interface__(self) -> dict:
         return {"shape": self.shape, "typestr": self.dtype.str, "strides": self.strides,
-                "data": (self.ctypes.data, False), "version": 3}
+                "data": (self.ctypes.data, not self.flags.writeable), "version": 3}
+
+
+class DLPackOnly:
+    """A device array known only by DLPack (JAX's, say): CUDA memory by
+    ``__dlpack_device__``, with no ``__cuda_array_interface__``; the fake CuPy's
+    ``from_dlpack`` views its memory as a real one would."""
+
+    def __init__(self, memory: DeviceArray) -> None:
+        self.memory = memory
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, 0)  # kDLCUDA, device 0
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("the emulator has no DLPack capsules: from_dlpack views memory")
 
 
 def _fake_cupy() -> types.ModuleType:
@@ -131,6 +146,7 @@ def _fake_cupy() -> types.ModuleType:
         asnumpy=lambda a: np.array(a).view(np.ndarray),
         zeros=lambda *a, **kw: np.zeros(*a, **kw).view(DeviceArray),
         empty=lambda *a, **kw: np.empty(*a, **kw).view(DeviceArray),
+        from_dlpack=lambda a: a.memory,  # the same memory (a DLPackOnly's)
         int32=np.int32,
         cuda=types.SimpleNamespace(Device=lambda: device),
     )

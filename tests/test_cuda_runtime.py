@@ -239,3 +239,108 @@ def test_device_copies_keep_unit_strides(make):
     for axis in range(3):
         if a.strides[axis] == a.itemsize:
             assert d.strides[axis] == d.itemsize
+
+
+@pytest.fixture
+def no_transfers(emulated, monkeypatch):
+    """The emulator's CuPy with its transfers (asarray, asnumpy) refused, but for the read
+    of the 4-byte status word: what runs in place copies nothing between host and device."""
+    fake = rt._cupy()
+    asnumpy = fake.asnumpy
+
+    def refuse(*a, **kw):
+        raise AssertionError("a host/device transfer")
+
+    def status_only(a):
+        assert a.shape == (1,) and a.dtype == np.int32, "a host/device transfer"
+        return asnumpy(a)
+
+    monkeypatch.setattr(fake, "asarray", refuse)
+    monkeypatch.setattr(fake, "asnumpy", status_only)
+    return fake
+
+
+def _device(a):
+    from .cuda_emulator import DeviceArray
+
+    return np.array(a, copy=True).view(DeviceArray)
+
+
+@needs_gxx
+def test_emulated_computation_on_device_arrays_in_place(no_transfers):
+    """A computation called with device arrays runs on them with no transfer (temporaries
+    included: hdiff keeps some), writes its outputs into the caller's buffers, and gives the
+    "numpy" backend's values; origin/domain are resolved as on the CPU."""
+    from .cuda_emulator import DeviceArray
+
+    rng = np.random.default_rng(8)
+    inp, coeff = rng.random((10, 11, 5)), rng.random((10, 11, 5))
+    hdiff = sk.stencil(C.hdiff, backend="cuda")
+    d_in, d_coeff, d_out = _device(inp), _device(coeff), _device(np.full(inp.shape, -1.0))
+    buffer = d_out.ctypes.data
+    for origin, domain in ((None, None), ((2, 2, 0), (5, 6, 4))):
+        out = np.full(inp.shape, -1.0)
+        d_out[...] = -1.0
+        sk.stencil(C.hdiff, backend="numpy")(inp, out, coeff, origin=origin, domain=domain)
+        hdiff(d_in, d_out, d_coeff, origin=origin, domain=domain)
+        assert type(d_out) is DeviceArray and d_out.ctypes.data == buffer
+        np.testing.assert_allclose(np.asarray(d_out), out, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(np.asarray(d_in), inp)  # read-only fields untouched
+    # FORWARD/BACKWARD columns, a scalar, a field both read and written
+    q = rng.random((4, 5, 9))
+    d_q = _device(q)
+    sk.stencil(C.implicit_diffusion, backend="cuda")(d_q, nu=0.3)
+    np.testing.assert_allclose(np.asarray(d_q), C.ref_implicit(q, 0.3), rtol=1e-12)
+    # IJ and K fields, non-contiguous device views
+    u, surf, prof = rng.random((6, 7, 8)), rng.random((7, 7)), rng.random(8)
+    ref = np.zeros((6, 7, 8))
+    sk.stencil(C.column_ops, backend="numpy")(u, surf, prof, ref)
+    d_u = _device(np.asfortranarray(u))
+    d_big = _device(np.zeros((6, 14, 8)))
+    sk.stencil(C.column_ops, backend="cuda")(d_u, _device(surf), _device(prof),
+                                             d_big[:, ::2])
+    np.testing.assert_allclose(np.asarray(d_big)[:, ::2], ref, rtol=1e-14)
+    assert not np.asarray(d_big)[:, 1::2].any()
+
+
+@needs_gxx
+def test_emulated_computation_device_checks(emulated):
+    """The CPU's checks on device fields: halo, dtype, writability, overlap; host and device
+    fields not mixed; device fields on a CPU backend refused."""
+    lap = sk.stencil(C.lap3d, backend="cuda")
+    u, out = _device(np.ones((6, 6, 6))), _device(np.zeros((6, 6, 6)))
+    with pytest.raises(sk.ArgumentError, match="'u'.* on the host and 'out' on the GPU"):
+        lap(np.ones((6, 6, 6)), out)
+    with pytest.raises(sk.ArgumentError, match="need a GPU backend"):
+        sk.stencil(C.lap3d, backend="numpy")(u, out)
+    with pytest.raises(sk.ArgumentError, match="lacks the halo"):
+        lap(u, out, origin=(0, 0, 0))
+    with pytest.raises(sk.ArgumentError, match="declared float64"):
+        lap(u, _device(np.zeros((6, 6, 6), np.float32)))
+    frozen = _device(np.zeros((6, 6, 6)))
+    frozen.flags.writeable = False
+    with pytest.raises(sk.ArgumentError, match="read-only"):
+        lap(u, frozen)
+    big = _device(np.zeros((12, 6, 6)))
+    with pytest.raises(sk.ArgumentError, match="'out' is written and shares memory"):
+        lap(big[:6], big[3:9][::-1])
+    lap(big[:6], big[6:])  # adjacent, not overlapping
+    with pytest.raises(sk.ArgumentError, match="not aligned"):
+        raw = np.zeros(6 * 6 * 6 * 8 + 1, np.uint8)[1:].view(np.float64).reshape(6, 6, 6)
+        lap(u, raw.view(type(u)))
+
+
+@needs_gxx
+def test_emulated_dlpack_only_device_arrays(emulated):
+    """An array known only by a CUDA __dlpack__ runs in place too (viewed by from_dlpack)."""
+    from .cuda_emulator import DLPackOnly
+
+    rng = np.random.default_rng(9)
+    u = rng.random((6, 7, 8))
+    ref = np.zeros_like(u)
+    sk.stencil(C.lap3d, backend="numpy")(u, ref)
+    out = _device(np.zeros_like(u))
+    sk.stencil(C.lap3d, backend="cuda")(DLPackOnly(_device(u)), DLPackOnly(out))
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-14)
+    got = sk.stencil(K.lap3d, backend="cuda")(DLPackOnly(_device(u)))
+    np.testing.assert_array_equal(np.asarray(got), sk.stencil(K.lap3d, backend="numpy")(u))

@@ -15,7 +15,7 @@ from types import FunctionType
 
 import numpy as np
 
-from . import registry
+from . import integrations, registry, storage
 from .analysis import schedule as sch
 from .distributed.array import involved
 from .errors import ArgumentError, StencilError
@@ -128,8 +128,13 @@ class ComputationStencil:
             exec_info["call_start_time"] = time.perf_counter()
         values = self._arguments.bind(args, kwargs)
         fields = {f.name: values[f.name] for f in self.definition.fields}
+        on_device = any(map(integrations.is_device, fields.values()))
+        if on_device:  # CuPy arrays: checked and built on host stand-ins, run in place
+            from .integrations import device
+
+            values, fields = device.computation_fields(self, values, fields)
         if validate_args:
-            self._arguments.check_fields(fields)
+            self._arguments.check_fields(fields, overlap=not on_device)
         else:  # unchecked types are the caller's risk; memory safety is not
             self._arguments.check_arrays(fields)
         chosen = registry.resolve(self.backend, self.__name__)
@@ -146,10 +151,10 @@ class ComputationStencil:
             geo = self._geometry(fields, origin, domain, True, plan)
             if geo_key is not None:
                 self._geo_cache[geo_key] = geo
-        temps = self._temporaries(geo, plan)
+        temps = self._temporaries(geo, plan, chosen)
         _, run = self._build(chosen, fields)
         written: dict[str, np.ndarray] = {}
-        if chosen.capabilities.compiled:  # type: ignore[union-attr]
+        if chosen.capabilities.compiled and not on_device:  # type: ignore[union-attr]
             values, written = self._arguments.aligned(values, fields)
         if exec_info is not None:
             exec_info["run_start_time"] = time.perf_counter()
@@ -316,12 +321,17 @@ class ComputationStencil:
                         hint=f"give '{f.name}' an origin of at least {lo} and a size of at "
                              f"least origin + domain + {hi} along {axis}")
 
-    def _temporaries(self, geo: Geometry, plan: Plan) -> dict[str, np.ndarray]:
-        key = (id(plan), tuple(sorted(geo.temp_shapes.items())))
+    def _temporaries(self, geo: Geometry, plan: Plan, backend: registry.Backend
+                     ) -> dict[str, np.ndarray]:
+        """Zeroed temporaries of the geometry, kept between calls; a GPU backend's on its
+        device (CuPy arrays), so that no call copies them there and back."""
+        gpu = backend.capabilities.device == "gpu"  # type: ignore[union-attr]
+        key = (id(plan), gpu, tuple(sorted(geo.temp_shapes.items())))
         cached = getattr(self._local, "temps", None)
         if cached is not None and cached[0] == key:
             return cached[1]
-        temps = {t: np.zeros(geo.temp_shapes[t], dt) for t, dt in plan.definition.temporaries}
+        xp = storage.array_module(backend) if gpu else np
+        temps = {t: xp.zeros(geo.temp_shapes[t], dt) for t, dt in plan.definition.temporaries}
         self._local.temps = (key, temps)  # keep only the latest geometry's buffers
         return temps
 

@@ -18,9 +18,22 @@ def is_foreign(value: object) -> bool:
     return type(value).__module__.partition(".")[0] in _FOREIGN_ROOTS
 
 
+#: DLPack device types of memory a CUDA kernel can address (kDLCUDA, kDLCUDAManaged)
+_DLPACK_CUDA = (2, 13)
+
+
 def is_device(value: object) -> bool:
-    """True for an array on a GPU (``__cuda_array_interface__``: CuPy, Numba, PyTorch)."""
-    return hasattr(type(value), "__cuda_array_interface__")
+    """True for an array on a GPU: ``__cuda_array_interface__`` (CuPy, Numba, PyTorch) or a
+    CUDA ``__dlpack__`` (JAX, ...)."""
+    t = type(value)
+    if hasattr(t, "__cuda_array_interface__"):
+        return True
+    if t.__module__ == "numpy" or not hasattr(t, "__dlpack_device__"):
+        return False  # NumPy's arrays have __dlpack_device__ too: the CPU, never asked
+    try:
+        return value.__dlpack_device__()[0] in _DLPACK_CUDA  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 (a foreign object's method: any failure means "no")
+        return False
 
 
 def any_foreign(values: Iterable[object]) -> bool:

@@ -1,10 +1,14 @@
-"""Point kernels called with device arrays (CuPy, or anything with
-``__cuda_array_interface__``): built from host stand-ins, run on the arrays in place.
+"""Point kernels and computations called with device arrays (CuPy, anything with
+``__cuda_array_interface__``, or a CUDA ``__dlpack__``): built from host stand-ins, run on
+the arrays in place.
 
-The build steps want NumPy arrays only for their dtype, shape and strides, so each device
-array is stood in for by a NumPy view of one element with the same shape and strides (never
-read). The specialization is cached per signature like a NumPy call's; the entry then gets
-the device arrays themselves, and ``out`` is allocated by the backend's array module.
+The build steps and the argument checks want NumPy arrays only for their dtype, shape,
+strides and writability, so each device array is stood in for by a NumPy view of one
+element with the same shape and strides (never read). The specialization is cached per
+signature like a NumPy call's; the entry then gets the device arrays themselves. A
+point kernel's ``out`` is allocated by the backend's array module. What the stand-ins
+cannot show is checked here on the device pointers: alignment, and overlap of a written
+field with another. Host and device arrays are not mixed in one call (ArgumentError).
 """
 
 from __future__ import annotations
@@ -16,20 +20,87 @@ from ..errors import ArgumentError
 from . import is_device
 
 
-def stand_in(value: object) -> np.ndarray:
-    """A NumPy view with the dtype, shape and strides of a device array (one element of
-    memory behind it: never read)."""
+def cuda_view(chosen, value: object) -> object:
+    """``value`` itself if it has ``__cuda_array_interface__``; a DLPack-only device array
+    as a view of the backend's array module (CuPy's ``from_dlpack``: the same memory)."""
+    if hasattr(type(value), "__cuda_array_interface__"):
+        return value
+    return storage.array_module(chosen).from_dlpack(value)
+
+
+def _geometry(value: object) -> tuple[np.dtype, tuple[int, ...], tuple[int, ...], int, bool]:
+    """(dtype, shape, strides in bytes, device address, read-only) of a device array."""
     cai = value.__cuda_array_interface__  # type: ignore[attr-defined]
     dtype = np.dtype(cai["typestr"])
-    shape = tuple(cai["shape"])
+    shape = tuple(int(n) for n in cai["shape"])
     strides = cai.get("strides")
     if strides is None:  # C-contiguous
         strides, step = [], dtype.itemsize
         for n in reversed(shape):
             strides.insert(0, step)
             step *= max(n, 1)
-    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, tuple(strides),
-                                           writeable=False)
+    address, read_only = cai["data"]
+    return dtype, shape, tuple(int(x) for x in strides), int(address), bool(read_only)
+
+
+def stand_in(value: object, writable: bool = False) -> np.ndarray:
+    """A NumPy view with the dtype, shape and strides of a device array (one element of
+    memory behind it: never read, nor written); ``writable`` as the device array is when
+    asked (the computations' writability check reads it)."""
+    dtype, shape, strides, _, read_only = _geometry(value)
+    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, strides,
+                                           writeable=writable and not read_only)
+
+
+def _bytes(value: object) -> tuple[int, int] | None:
+    """The device addresses [first, last) a device array spans; None when it is empty."""
+    dtype, shape, strides, address, _ = _geometry(value)
+    if 0 in shape:
+        return None
+    lo = address + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = address + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
+    return lo, hi
+
+
+def computation_fields(comp, values: dict[str, object], fields: dict[str, object]
+                       ) -> tuple[dict[str, object], dict[str, np.ndarray]]:
+    """A computation call whose fields include device arrays: (the values with each
+    device field as a CUDA array, the host stand-ins of the fields) after the checks the
+    stand-ins cannot make. The caller checks and builds on the stand-ins and runs on the
+    values."""
+    name, loc = comp.__name__, comp.definition.loc
+    chosen = registry.resolve(comp.backend, name)
+    if chosen.capabilities.device != "gpu":  # type: ignore[union-attr]
+        raise ArgumentError(f"device arrays need a GPU backend, not {chosen.name!r}",
+                            stencil=name, loc=loc,
+                            hint="build the computation with a GPU backend (sk.backends() "
+                                 "lists them), or copy the fields to the host")
+    host = sorted(n for n, a in fields.items() if not is_device(a))
+    if host:
+        on = sorted(set(fields) - set(host))
+        raise ArgumentError(f"field(s) {', '.join(map(repr, host))} are on the host and "
+                            f"{', '.join(map(repr, on))} on the GPU", stencil=name, loc=loc,
+                            hint="pass all fields on one device (cupy.asarray(...) copies a "
+                                 "NumPy array there)")
+    values = dict(values)
+    for n in fields:
+        values[n] = fields[n] = cuda_view(chosen, fields[n])
+    for n, a in fields.items():
+        dtype, _, strides, address, _ = _geometry(a)
+        if address % dtype.itemsize or any(s % dtype.itemsize for s in strides):
+            raise ArgumentError(f"field '{n}' is not aligned to its item size ({dtype}) on "
+                                "the device", stencil=name, loc=loc,
+                                hint=f"pass an aligned copy of '{n}' (cupy.ascontiguousarray)")
+    written = comp._arguments.written_fields
+    spans = {n: _bytes(a) for n, a in fields.items()}
+    for w in written:
+        for other, span in spans.items():
+            mine = spans[w]
+            if other != w and mine and span and mine[0] < span[1] and span[0] < mine[1]:
+                raise ArgumentError(
+                    f"field '{w}' is written and shares memory with field '{other}'",
+                    stencil=name, loc=loc, hint="pass separate arrays (copy one of them)")
+    return values, {n: stand_in(a, writable=True) for n, a in fields.items()}
 
 
 def point_call(st, args: tuple, out: object):
@@ -43,6 +114,9 @@ def point_call(st, args: tuple, out: object):
                             stencil=st.__name__,
                             hint="build the stencil with a GPU backend (sk.backends() lists "
                                  "them), or copy the arrays to the host")
+    args = tuple(cuda_view(chosen, a) if is_device(a) else a for a in args)
+    if out is not None and is_device(out):
+        out = cuda_view(chosen, out)
     hosts = tuple(stand_in(a) if is_device(a) else a for a in args)
     if any(isinstance(a, np.ndarray) and not is_device(a) for a in args) or (
             out is not None and not is_device(out)):
