@@ -344,3 +344,54 @@ def test_emulated_dlpack_only_device_arrays(emulated):
     np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-14)
     got = sk.stencil(K.lap3d, backend="cuda")(DLPackOnly(_device(u)))
     np.testing.assert_array_equal(np.asarray(got), sk.stencil(K.lap3d, backend="numpy")(u))
+
+
+@needs_gxx
+def test_emulated_parloop_on_device_dats(emulated, monkeypatch):
+    """A Dat built on a device array holds it (no copy): the loop reads and writes it in
+    place (only the host's map and blocks are transferred), INC through a map and a direct
+    write give the "numpy" backend's values; a CPU backend refuses it."""
+    from .cuda_emulator import DeviceArray
+
+    fake, transferred = rt._cupy(), []
+    asarray = fake.asarray
+    monkeypatch.setattr(fake, "asarray", lambda a: transferred.append(a) or asarray(a))
+    rng = np.random.default_rng(10)
+    tri = rng.integers(0, 40, (300, 3))
+    cells, nodes = sk.Set(300), sk.Set(40)
+    x = rng.random(300)
+
+    @sk.kernel
+    def spread(v, acc, twice):
+        for i in range(3):
+            acc[i, 0] += v[0]
+        twice[0] = 2.0 * v[0]
+
+    results, on_device = {}, []
+    for backend, wrap in (("numpy", np.array), ("cuda", _device)):
+        v, acc, twice = (sk.Dat(s, data=wrap(d)) for s, d in
+                         ((cells, x), (nodes, np.zeros(40)), (cells, np.zeros(300))))
+        if backend == "cuda":
+            on_device += [v.data, acc.data, twice.data]
+        sk.par_loop(spread, cells, v(sk.READ), acc(sk.INC, sk.Map(cells, nodes, 3, tri)),
+                    twice(sk.WRITE), backend=backend, race="atomic")
+        results[backend] = (np.array(acc.data), np.array(twice.data))
+    np.testing.assert_allclose(results["cuda"][0], results["numpy"][0], rtol=1e-13)
+    np.testing.assert_array_equal(results["cuda"][1], results["numpy"][1])
+    assert all(type(d) is DeviceArray for d in on_device)
+    assert transferred and not any(np.shares_memory(a, d) for a in transferred
+                                   for d in on_device)  # only the map and the blocks
+    d_acc = _device(np.zeros(40))
+    acc = sk.Dat(nodes, data=d_acc)
+    assert acc.data is d_acc  # the caller's device array, written in place
+    sk.par_loop(spread, cells, sk.Dat(cells, data=_device(x))(sk.READ),
+                acc(sk.INC, sk.Map(cells, nodes, 3, tri)), sk.Dat(cells)(sk.WRITE),
+                backend="cuda", race="color")
+    np.testing.assert_allclose(np.asarray(d_acc), results["numpy"][0], rtol=1e-13)
+    with pytest.raises(sk.ArgumentError, match="holds a device array"):
+        sk.par_loop(spread, cells, sk.Dat(cells, data=_device(x))(sk.READ),
+                    sk.Dat(nodes)(sk.INC, sk.Map(cells, nodes, 3, tri)),
+                    sk.Dat(cells)(sk.WRITE), backend="numpy")
+        _ = sk.Dat(cells).data  # a lazy loop runs here at the latest
+    with pytest.raises(sk.ArgumentError, match="expected C-contiguous"):
+        sk.Dat(nodes, data=_device(np.zeros(80))[::2])

@@ -194,7 +194,7 @@ class ParLoop:
         lazy.flush()
         chosen = registry.resolve(self.backend, self.kernel.name)
         _, fn = self._built(chosen.name)
-        check_objects(self)
+        check_objects(self, chosen.capabilities.device == "gpu")  # type: ignore[union-attr]
         chosen.launcher("parloop")(self, fn)
 
     def check_status(self, status: int) -> None:

@@ -20,7 +20,7 @@ from types import FunctionType
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, integrations
 from .errors import ArgumentError, StencilError
 
 
@@ -195,6 +195,9 @@ def _set_data(owner: _DataCarrier, value: object) -> None:
     """Copy ``value`` into the carrier's array (same shape, same dtype), as ``x.data = v``."""
     _flush()
     target = owner._data
+    if integrations.is_device(target):  # the array library's own assignment (CuPy's)
+        target[...] = value  # type: ignore[index]
+        return
     try:
         arr = np.asarray(value)
         if arr.size != target.size:
@@ -227,6 +230,10 @@ class Dat(_DataCarrier):
             except (MemoryError, ValueError):
                 raise ArgumentError(f"no memory for a Dat of shape {shape}",
                                     hint="check the Set size and dim") from None
+        elif integrations.is_device(data):  # a GPU array: the Dat holds it, no copy
+            from .integrations.device import dat_data
+
+            arr = dat_data(dataset.size, self.dim, data, t)  # type: ignore[assignment]
         else:
             try:
                 arr = np.asarray(data)
@@ -250,7 +257,7 @@ class Dat(_DataCarrier):
             arr = arr.reshape(shape)
         dtypes.as_dtype(arr.dtype)
         self._data = arr
-        self.dtype = arr.dtype
+        self.dtype = np.dtype(arr.dtype)
         self.name = name or f"dat{id(self) % 10000}"
 
     @property
@@ -265,6 +272,8 @@ class Dat(_DataCarrier):
     @property
     def data_ro(self) -> np.ndarray:
         _flush()
+        if integrations.is_device(self._data):
+            return self._data  # CuPy has no read-only arrays: the array itself
         v = self._data.view()
         v.flags.writeable = False
         return v
@@ -301,7 +310,7 @@ class Global(_DataCarrier):
                                    f"{self.dim}")
         dtypes.as_dtype(arr.dtype)
         self._data = arr
-        self.dtype = arr.dtype
+        self.dtype = np.dtype(arr.dtype)
         self.name = name or f"glob{id(self) % 10000}"
 
     @property

@@ -142,3 +142,26 @@ def point_call(st, args: tuple, out: object):
     if status:
         raise status_error(status, st.__name__, call.loc)
     return out
+
+
+def dat_data(size: int, dim: int, data: object, dtype: np.dtype | None) -> object:
+    """The device array a Dat on the GPU holds: ``data`` itself (no copy: the Dat and the
+    caller share it), once its shape, dtype and layout are what a Dat's must be."""
+    if not hasattr(type(data), "__cuda_array_interface__"):
+        raise ArgumentError("a Dat on the GPU needs an array with __cuda_array_interface__",
+                            hint="view it as a CuPy array first (cupy.from_dlpack(x))")
+    host = stand_in(data)
+    shape = (size,) if dim == 1 else (size, dim)
+    if dtype is not None and host.dtype != dtype:
+        raise ArgumentError(f"Dat data on the GPU is {host.dtype}, not the dtype={dtype} "
+                            "asked for (a device array is not converted)",
+                            hint="convert it on the device first (x.astype(...))")
+    if host.shape != shape or not host.flags.c_contiguous:
+        raise ArgumentError(f"Dat data on the GPU has shape {host.shape}"
+                            f"{'' if host.flags.c_contiguous else ' (not C-contiguous)'}, "
+                            f"expected C-contiguous {shape}",
+                            hint="reshape or copy it on the device (cupy.ascontiguousarray)")
+    from ..dtypes import as_dtype
+
+    as_dtype(host.dtype)
+    return data

@@ -245,7 +245,9 @@ class CudaParLoopEntry(CudaEntry):
         env: dict[str, object] = {}
         back = []
         for p, a in zip(pointers[1:], arrays):
-            if isinstance(a, np.ndarray):
+            if on_device(a):  # a Dat on the GPU: in place
+                env[p.name] = a if isinstance(a, cp.ndarray) else cp.asarray(a)
+            elif isinstance(a, np.ndarray):  # host data and maps: copied (documented)
                 d = to_device(cp, a)
                 if not p.has(k.ReadOnly):
                     back.append((a, d))

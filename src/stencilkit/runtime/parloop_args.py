@@ -13,11 +13,14 @@ if TYPE_CHECKING:
     from ..loop import ParLoop
 
 
-def check_objects(loop: ParLoop) -> None:
+def check_objects(loop: ParLoop, gpu: bool = False) -> None:
     """Before each run, what the generated code trusts: every array still has the
     shape, dtype and layout the loop was built for, and is writable where written.
     O(arguments), whatever the sizes; Map values and Set sizes cannot change (see
-    parloop.Map), so their contents need no check here."""
+    parloop.Map), so their contents need no check here. Data on a GPU (a Dat built on a
+    CuPy array) is checked on its host stand-in, and only a ``gpu`` backend takes it."""
+    from .. import integrations
+
     name, n = loop.kernel.name, loop.iterset.size
     for i, (a, spec) in enumerate(zip(loop.args, loop.specs)):
         obj, m = a.obj, a.map
@@ -36,6 +39,15 @@ def check_objects(loop: ParLoop) -> None:
             rows = n if m is None else m.to_set.size
             expected = (rows,) if spec.dim == 1 else (rows, spec.dim)
         data = obj._data
+        if integrations.is_device(data):
+            if not gpu:
+                raise ArgumentError(f"{what} holds a device array, which needs a GPU "
+                                    "backend", stencil=name, loc=loop.loc,
+                                    hint="run the loop on a GPU backend (sk.backends() "
+                                         "lists them), or build the Dat on host data")
+            from ..integrations.device import stand_in
+
+            data = stand_in(data, writable=True)
         if (not isinstance(data, np.ndarray) or obj.dim != spec.dim
                 or data.shape != expected or data.dtype != spec.dtype
                 or not data.flags.c_contiguous):
