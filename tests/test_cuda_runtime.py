@@ -200,6 +200,32 @@ def test_cupy_arrays_in_and_out():
     np.testing.assert_allclose(st(host), cp.asnumpy(out), rtol=0)  # NumPy: copied both ways
     assert isinstance(sk.zeros((4, 5, 6), backend="cuda"), cp.ndarray)
 
+@needs_device
+def test_cupy_computation_and_dats_in_place():
+    import cupy as cp
+
+    rng = np.random.default_rng(11)
+    inp, coeff = rng.random((32, 33, 16)), rng.random((32, 33, 16))
+    out = np.zeros_like(inp)
+    sk.stencil(C.hdiff, backend="numpy")(inp, out, coeff)
+    d_out = cp.zeros(inp.shape)
+    pointer = d_out.data.ptr
+    sk.stencil(C.hdiff, backend="cuda")(cp.asarray(inp), d_out, cp.asarray(coeff))
+    assert d_out.data.ptr == pointer
+    np.testing.assert_allclose(cp.asnumpy(d_out), out, rtol=1e-13)
+    cells = sk.Set(1000)
+    x = cp.asarray(rng.random(1000))
+
+    @sk.kernel
+    def double(a, b):
+        b[0] = 2.0 * a[0]
+
+    y = sk.Dat(cells, data=cp.zeros(1000))
+    sk.par_loop(double, cells, sk.Dat(cells, data=x)(sk.READ), y(sk.WRITE), backend="cuda")
+    assert isinstance(y.data, cp.ndarray)
+    np.testing.assert_array_equal(cp.asnumpy(y.data), 2.0 * cp.asnumpy(x))
+
+
 @needs_gxx
 def test_emulated_device_arrays_run_in_place(emulated):
     """Arrays with __cuda_array_interface__ go to the kernel without a transfer; out is
