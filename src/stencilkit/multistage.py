@@ -8,6 +8,7 @@ halo every field needs, allocates (and keeps) temporaries, and runs the generate
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ import numpy as np
 
 from . import integrations, registry, storage
 from .analysis import schedule as sch
+from .build import cache
 from .distributed.array import involved
 from .errors import ArgumentError, StencilError
 from .frontend.computation import parameter_defaults, parse_computation
@@ -105,6 +107,23 @@ class ComputationStencil:
     @property
     def extents(self) -> dict[str, c.Extent]:
         return dict(self.schedule.extents)
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A digest of the definition (with the constants it captured) and of how its
+        parameters are passed: what the computation's Numba type is keyed by, so that a
+        function compiled with ``cache=True`` never runs a changed computation."""
+        text = "\n".join([c.format_computation(self.definition),
+                          repr(self._arguments.positional),
+                          repr(sorted((k, repr(v)) for k, v in self._arguments.defaults.items()))])
+        return cache.key("computation-definition", text)
+
+    @property
+    def _numba_type_(self):
+        """The Numba type of this computation (read by ``numba.typeof``: numba is imported)."""
+        from .numba_computation_calls import computation_type
+
+        return computation_type(self)
 
     def generate(self, backend: str | None = None) -> str:
         chosen = registry.resolve(backend or self.backend, self.__name__, generate=True)
@@ -295,11 +314,14 @@ class ComputationStencil:
     def _check_min_domain(self, dom: tuple[int, ...], plan: Plan) -> None:
         for axis, n, least in zip("IJ", dom, plan.schedule.min_domain):
             if 0 < n < least:
-                raise ArgumentError(
-                    f"the domain has {n} point(s) along {axis}, but its horizontal regions "
-                    f"read from one end of the domain as far as the other: at least {least} "
-                    "are needed", stencil=self.__name__, loc=self.definition.loc,
-                    hint=f"use a domain of at least {least} points along {axis}")
+                raise self._min_domain_error(axis, n, least)
+
+    def _min_domain_error(self, axis: str, n: int, least: int) -> ArgumentError:
+        return ArgumentError(
+            f"the domain has {n} point(s) along {axis}, but its horizontal regions "
+            f"read from one end of the domain as far as the other: at least {least} "
+            "are needed", stencil=self.__name__, loc=self.definition.loc,
+            hint=f"use a domain of at least {least} points along {axis}")
 
     def _check_halos(self, fields, origins, dom) -> None:
         for f in self.definition.fields:
@@ -313,13 +335,17 @@ class ComputationStencil:
                 lo, hi = needs[axis]
                 n = a.shape[f.axes.index(axis)]
                 if o[ai] - lo < 0 or o[ai] + dom[ai] + hi > n:
-                    raise ArgumentError(
-                        f"field '{f.name}' lacks the halo the stencil needs along {axis}: "
-                        f"it reads {lo} point(s) before and {hi} after the domain "
-                        f"(origin {o[ai]}, domain {dom[ai]}, extent {n})",
-                        stencil=self.__name__, loc=self.definition.loc,
-                        hint=f"give '{f.name}' an origin of at least {lo} and a size of at "
-                             f"least origin + domain + {hi} along {axis}")
+                    raise self._halo_error(f.name, axis, lo, hi, o[ai], dom[ai], n)
+
+    def _halo_error(self, name: str, axis: str, lo: int, hi: int, o: int, d: int, n: int
+                    ) -> ArgumentError:
+        return ArgumentError(
+            f"field '{name}' lacks the halo the stencil needs along {axis}: "
+            f"it reads {lo} point(s) before and {hi} after the domain "
+            f"(origin {o}, domain {d}, extent {n})",
+            stencil=self.__name__, loc=self.definition.loc,
+            hint=f"give '{name}' an origin of at least {lo} and a size of at "
+                 f"least origin + domain + {hi} along {axis}")
 
     def _temporaries(self, geo: Geometry, plan: Plan, backend: registry.Backend
                      ) -> dict[str, np.ndarray]:

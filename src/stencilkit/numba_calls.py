@@ -44,21 +44,35 @@ _LIVE: weakref.WeakValueDictionary[str, PointStencil] = weakref.WeakValueDiction
 
 
 class PointStencilType(types.Function):
-    """The Numba type of a point kernel: one per definition (name and digest)."""
+    """The Numba type of a point kernel: one per definition (name and digest). Subclasses
+    (``numba_computation_calls.ComputationStencilType``) change what is looked up and how a
+    call is typed."""
+
+    kind = "stencilkit.PointStencil"
+    label = "stencilkit.stencil"
+    #: whether Numba checks the implementation's signature against the typing function's
+    strict = True
 
     def __init__(self, name: str, digest: str) -> None:
-        self.stencil_key = ("stencilkit.PointStencil", name, digest)
-        self.arity_known = digest in _LIVE
+        self.stencil_key = (self.kind, name, digest)
+        self.arity_known = digest in self.live()
         super().__init__(self._template())
-        self.name = f"stencilkit.stencil({name}, {digest[:16]})"
+        self.name = f"{self.label}({name}, {digest[:16]})"
+
+    @staticmethod
+    def live() -> weakref.WeakValueDictionary:
+        """The live stencils of this kind by digest (typing a call finds its stencil here)."""
+        return _LIVE
+
+    def typer(self):
+        return _typer(*self.stencil_key[1:])
 
     def _template(self):
-        _, name, digest = self.stencil_key
-        return make_overload_template(self.stencil_key, _typer(name, digest), {}, True,
+        return make_overload_template(self.stencil_key, self.typer(), {}, self.strict,
                                       "always")
 
     def get_call_type(self, context, args, kws):
-        if not self.arity_known and self.stencil_key[2] in _LIVE:
+        if not self.arity_known and self.stencil_key[2] in self.live():
             # made (unpickled from a cache index) before its stencil was defined here
             self.templates = (self._template(),)
             self.arity_known = True
@@ -69,25 +83,31 @@ class PointStencilType(types.Function):
         return self.stencil_key
 
     def __reduce__(self):
-        return (_type_of, self.stencil_key[1:])
+        return (_type_of, (*self.stencil_key[1:], type(self)))
 
 
-register_model(PointStencilType)(models.OpaqueModel)
+def register(cls: type[PointStencilType]) -> type[PointStencilType]:
+    """Gives a stencil type Numba's data model and unboxing (looked up by exact class)."""
+    register_model(cls)(models.OpaqueModel)
+
+    @unbox(cls)
+    def _unbox(typ, obj, c):
+        # The type says everything: the value passed at run time is not looked at.
+        return NativeValue(c.context.get_dummy_value())
+
+    return cls
 
 
-@unbox(PointStencilType)
-def _unbox(typ, obj, c):
-    # The type says everything: the value passed at run time is not looked at.
-    return NativeValue(c.context.get_dummy_value())
+register(PointStencilType)
+
+_TYPES: dict[tuple[type, str], PointStencilType] = {}
 
 
-_TYPES: dict[str, PointStencilType] = {}
-
-
-def _type_of(name: str, digest: str) -> PointStencilType:
-    t = _TYPES.get(digest)
+def _type_of(name: str, digest: str, cls: type[PointStencilType] = PointStencilType
+             ) -> PointStencilType:
+    t = _TYPES.get((cls, digest))
     if t is None:
-        t = _TYPES[digest] = PointStencilType(name, digest)
+        t = _TYPES[cls, digest] = cls(name, digest)
     return t
 
 
@@ -203,7 +223,7 @@ def _generated_impl(st: PointStencil, n: int, has_out: bool, spec, kernel_fn,
     return namespace["impl"]
 
 
-def _cache_guard(st: PointStencil):
+def _cache_guard(st: object):
     """An intrinsic the call runs first, which makes a caller compiled with ``cache=True``
     uncached when the stencil comes from another module. Numba checks a cached function
     against its own file only: a stencil of the caller's module is covered by that check, and

@@ -26,6 +26,25 @@ class ComputationArguments:
 
     def bind(self, args: tuple, kwargs: dict) -> dict[str, object]:
         """Arguments by position (up to the keyword-only ones) or name; defaults fill the rest."""
+        values = self.bind_names(args, kwargs)
+        for f in self.definition.fields:
+            v = values[f.name]
+            if v is None:
+                raise self.none_error(f.name)
+            if type(v) is not np.ndarray and integrations.is_foreign(v):  # DataArrays
+                values[f.name] = integrations.computation_field(self.name, f.name, v)
+        for s in self.definition.scalars:
+            self.check_scalar(s.name, s.dtype, values[s.name])
+        return values
+
+    def none_error(self, name: str) -> ArgumentError:
+        return ArgumentError(f"field '{name}' is None but the stencil uses it",
+                             stencil=self.name, loc=self.definition.loc,
+                             hint=f"pass an array for '{name}'")
+
+    def bind_names(self, args: tuple, kwargs: dict) -> dict[str, object]:
+        """``bind`` without looking at the values (also what typing a call from jitted code
+        binds, the values being Numba types)."""
         params = self.definition.params
         positional = self.positional
         if len(args) > len(positional):
@@ -50,16 +69,6 @@ class ComputationArguments:
         if missing:
             raise ArgumentError(f"missing argument(s) {missing}", stencil=self.name,
                                 loc=self.definition.loc)
-        for f in self.definition.fields:
-            v = values[f.name]
-            if v is None:
-                raise ArgumentError(f"field '{f.name}' is None but the stencil uses it",
-                                    stencil=self.name, loc=self.definition.loc,
-                                    hint=f"pass an array for '{f.name}'")
-            if type(v) is not np.ndarray and integrations.is_foreign(v):  # DataArrays
-                values[f.name] = integrations.computation_field(self.name, f.name, v)
-        for s in self.definition.scalars:
-            self.check_scalar(s.name, s.dtype, values[s.name])
         return values
 
     def check_scalar(self, name: str, t: np.dtype, v: object) -> None:
@@ -78,9 +87,13 @@ class ComputationArguments:
         if kind == "i" and t.kind in "iu":
             info = np.iinfo(t)
             if not info.min <= int(v) <= info.max:  # type: ignore[call-overload]
-                raise ArgumentError(f"scalar parameter '{name}' = {v} is outside the range "
-                                    f"of {t}", stencil=self.name, loc=self.definition.loc,
-                                    hint=f"pass an integer in [{info.min}, {info.max}]")
+                raise self.range_error(name, t, v)
+
+    def range_error(self, name: str, t: np.dtype, v: object) -> ArgumentError:
+        info = np.iinfo(t)
+        return ArgumentError(f"scalar parameter '{name}' = {v} is outside the range of {t}",
+                             stencil=self.name, loc=self.definition.loc,
+                             hint=f"pass an integer in [{info.min}, {info.max}]")
 
     def check_fields(self, fields: dict[str, object], overlap: bool = True) -> None:
         """``overlap=False`` for stand-ins of device arrays, whose host memory says nothing
@@ -89,18 +102,22 @@ class ComputationArguments:
         for f in self.definition.fields:
             a = fields[f.name]
             if a.dtype != f.dtype:
-                order = "" if a.dtype.isnative else " (non-native byte order)"
-                raise ArgumentError(f"field '{f.name}' is declared {f.dtype} but the array is "
-                                    f"{a.dtype}{order}", stencil=self.name,
-                                    loc=self.definition.loc,
-                                    hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
+                raise self.dtype_error(f, a.dtype)
         for name in self.written_fields if overlap else ():
             for other, b in fields.items():
                 if other != name and np.may_share_memory(fields[name], b):
-                    raise ArgumentError(
-                        f"field '{name}' is written and shares memory with field '{other}'",
-                        stencil=self.name, loc=self.definition.loc,
-                        hint="pass separate arrays (copy one of them)")
+                    raise self.overlap_error(name, other)
+
+    def overlap_error(self, name: str, other: str) -> ArgumentError:
+        return ArgumentError(f"field '{name}' is written and shares memory with field "
+                             f"'{other}'", stencil=self.name, loc=self.definition.loc,
+                             hint="pass separate arrays (copy one of them)")
+
+    def dtype_error(self, f: c.FieldDecl, dtype: np.dtype) -> ArgumentError:
+        order = "" if dtype.isnative else " (non-native byte order)"
+        return ArgumentError(f"field '{f.name}' is declared {f.dtype} but the array is "
+                             f"{dtype}{order}", stencil=self.name, loc=self.definition.loc,
+                             hint=f"pass a {f.dtype} array (a.astype(np.{f.dtype}))")
 
     def check_arrays(self, fields: dict[str, object]) -> None:
         """What even ``validate_args=False`` checks (the geometry relies on it): arrays of
@@ -113,20 +130,26 @@ class ComputationArguments:
                                     loc=self.definition.loc,
                                     hint="pass a NumPy array (or an sk.zeros storage)")
             if a.ndim != f.ndim or a.shape[len(f.axes):] != f.data_dims:
-                dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
-                raise ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array "
-                                    f"has shape {a.shape}", stencil=self.name,
-                                    loc=self.definition.loc,
-                                    hint=f"pass a {f.ndim}-D array" + (
-                                        f" whose last dimensions are {f.data_dims}"
-                                        if f.data_dims else ""))
+                raise self.shape_error(f, a.shape)
         for name in self.written_fields:
             if not fields[name].flags.writeable:  # type: ignore[union-attr]
-                raise ArgumentError(f"field '{name}' is written by the stencil but the array "
-                                    "is read-only", stencil=self.name,
-                                    loc=self.definition.loc,
-                                    hint=f"pass a writable array for '{name}' (np.array(...) "
-                                         "copies a read-only or broadcast one)")
+                raise self.read_only_error(name)
+
+    def shape_error(self, f: c.FieldDecl, shape: object) -> ArgumentError:
+        """``shape``: the array's shape, or (from jitted code) a phrase such as "2 dimensions"."""
+        dims = f" with data dimensions {f.data_dims}" if f.data_dims else ""
+        has = f"has shape {shape}" if isinstance(shape, tuple) else f"has {shape}"
+        return ArgumentError(f"field '{f.name}' is Field[{f.axes}]{dims} but the array {has}",
+                             stencil=self.name, loc=self.definition.loc,
+                             hint=f"pass a {f.ndim}-D array" + (
+                                 f" whose last dimensions are {f.data_dims}"
+                                 if f.data_dims else ""))
+
+    def read_only_error(self, name: str) -> ArgumentError:
+        return ArgumentError(f"field '{name}' is written by the stencil but the array is "
+                             "read-only", stencil=self.name, loc=self.definition.loc,
+                             hint=f"pass a writable array for '{name}' (np.array(...) copies "
+                                  "a read-only or broadcast one)")
 
     def aligned(self, values: dict[str, object], fields: dict[str, np.ndarray]
                  ) -> tuple[dict[str, object], dict[str, np.ndarray]]:
