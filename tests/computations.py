@@ -9,9 +9,13 @@ from stencilkit import (
     IJ,
     PARALLEL,
     Field,
+    I,
+    J,
     K,
     computation,
+    horizontal,
     interval,
+    region,
 )
 
 # The tridiagonal (Thomas) solver and COSMO horizontal diffusion with its flux limiter are
@@ -214,3 +218,13 @@ def ref_planes(a, q):
         expect[1:ni - 1, :, k + 1] = (2.0 * a[2:, :, k] + expect[1:ni - 1, :, k]
                                       + 2.0 * a[:ni - 2, :, k])
     return expect
+
+
+def regions(a: Field[float], b: Field[float]):  # its domain needs 2 points along I and J
+    with computation(PARALLEL), interval(...):
+        t = a * 2.0
+        with horizontal(region[I[0], :]):
+            t = a[-1, 0, 0] + a[0, -1, 0]
+        with horizontal(region[I[-1], J[0] : J[0] + 2]):
+            t = a[1, 0, 0] - a[-1, 0, 0]
+        b = t[1, 0, 0] + t[-1, 0, 0]
