@@ -93,6 +93,23 @@ def test_a_single_call_writes_the_fields_in_place():
     np.testing.assert_array_equal(a, IN)
 
 
+def test_fortran_ordered_and_strided_fields():
+    """Layouts other than C: the build loops over the unit-stride axis innermost (F), or
+    takes the default order (a strided view, Numba's layout 'A')."""
+    f_in, f_coeff = np.asfortranarray(IN), np.asfortranarray(COEFF)
+    out, expected = np.zeros_like(f_in), np.zeros_like(f_in)
+    JITTED["hdiff_steps", False](f_in.copy(order="F"), out, f_coeff, 1)
+    hdiff(f_in, expected, f_coeff)
+    np.testing.assert_array_equal(out, expected)
+    wide = np.zeros((IN.shape[0], IN.shape[1], 2 * IN.shape[2]))
+    view = wide[:, :, ::2]  # not contiguous
+    JITTED["hdiff_steps", False](IN.copy(), view, COEFF, 1)
+    expected = np.zeros_like(IN)
+    hdiff(IN, expected, COEFF)
+    np.testing.assert_array_equal(view, expected)
+    assert not wide[:, :, 1::2].any()
+
+
 GEOMETRY_CASES = [
     (C.hdiff, {"in_field": (3, 3, 5), "out_field": (3, 3, 5), "coeff": (3, 3, 5)}),
     (C.regions, {"a": (3, 8, 2), "b": (3, 8, 2)}),
