@@ -332,10 +332,14 @@ def _generated_impl(comp: ComputationStencil, plan, run, bound: dict, given: set
             info = np.iinfo(s.dtype)
             lines += [f"    if {s.name} < {int(info.min)} or {s.name} > {int(info.max)}:",
                       f"        raise _SkError(_SK_KEY, 'range', {j}, {s.name})"]
-    lines.append(f"    _sk_shapes = _np.zeros(({len(fields)}, 3), _np.int64)")
+    # element by element, not np.zeros: a parallel=True caller would make that a parfor,
+    # and starting Numba's threads for it costs more than the call's own parallel loops gain
+    # on a loaded machine
+    lines.append(f"    _sk_shapes = _np.empty(({len(fields)}, 3), _np.int64)")
     for i, f in enumerate(defn.fields):
-        for pos, a in enumerate(f.axes):
-            lines.append(f"    _sk_shapes[{i}, {'IJK'.index(a)}] = {f.name}.shape[{pos}]")
+        for a in range(3):
+            size = f"{f.name}.shape[{f.axes.index('IJK'[a])}]" if "IJK"[a] in f.axes else "0"
+            lines.append(f"    _sk_shapes[{i}, {a}] = {size}")
     lines += ["    _sk_status, _sk_info, _sk_origins, _sk_dom, _sk_tshapes = _sk_geometry(",
               "        _sk_shapes, _SK_HAS, _SK_OWN, _SK_HI, _SK_IJK, _SK_ORDER, _SK_KF, _SK_MIN,",
               "        _SK_KT, _SK_TEXT)",
@@ -345,8 +349,8 @@ def _generated_impl(comp: ComputationStencil, plan, run, bound: dict, given: set
     for j, (t, _) in enumerate(plan.definition.temporaries):
         if t in run.buffers:
             namespace[f"_SK_T{j}"] = run.dtypes[t]
-            # zeroed as the first call from Python's (the code never reads them unwritten)
-            lines.append(f"    _sk_t{j} = _np.zeros((_sk_tshapes[{j}, 0], _sk_tshapes[{j}, 1], "
+            # the code reads a temporary only where it wrote it in the same call
+            lines.append(f"    _sk_t{j} = _np.empty((_sk_tshapes[{j}, 0], _sk_tshapes[{j}, 1], "
                          f"_sk_tshapes[{j}, 2]), _SK_T{j})")
     row = {n: i for i, n in enumerate(fields + temps)}
     buffer_args = [value[n] if n in fields else f"_sk_t{temps.index(n)}" for n in run.buffers]
