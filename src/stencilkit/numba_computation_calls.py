@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 from numba import types
+from numba.extending import intrinsic
 from numba.np.numpy_support import as_dtype
 
 from . import registry
@@ -293,6 +294,24 @@ def _geometry(shapes, has, own, hi, ijk, order, kf, min_domain, kt, t_ext):
 # ----------------------------------------------------------------------------- the call
 
 
+@intrinsic
+def _threads(typingctx):
+    """Makes the caller start Numba's threads when it is loaded from Numba's cache. The entry
+    point's ``prange`` loops are compiled into the caller's code (linked in), but a caller
+    without ``parallel=True``, or whose entry point came from the cache itself, would not
+    record that it needs the threading layer: loaded from the cache in a fresh process, it
+    would call into a thread pool never started (a segmentation fault)."""
+    def codegen(context, builder, signature, args):
+        from numba.core.typed_passes import _reload_parfors
+
+        library = getattr(context, "active_code_library", None)
+        if library is not None:
+            library._reload_init.add(_reload_parfors)  # what Numba adds for a parfor
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+
 def _generated_impl(comp: ComputationStencil, plan, run, bound: dict, given: set):
     """The implementation of one typed call, as Python source: run-time checks, the
     geometry, the temporaries, the entry point."""
@@ -301,7 +320,7 @@ def _generated_impl(comp: ComputationStencil, plan, run, bound: dict, given: set
     fields = [f.name for f in defn.fields]
     temps = [t for t, _ in plan.definition.temporaries]
     namespace: dict[str, object] = {
-        "_np": np, "_sk_pin": _cache_guard(comp), "_sk_overlap": _overlap,
+        "_np": np, "_sk_pin": _cache_guard(comp), "_sk_threads": _threads, "_sk_overlap": _overlap,
         "_sk_geometry": _geometry, "_sk_entry": run.entry, "_SkError": JitComputationError,
         "_SK_KEY": (comp.digest, comp.__name__, _loc_text(defn.loc))}
     for k, v in geometry_tables(comp, plan).items():
@@ -311,7 +330,7 @@ def _generated_impl(comp: ComputationStencil, plan, run, bound: dict, given: set
         if p not in given:
             namespace[f"_SK_DEFAULT_{i}"] = bound[p]
     lines = [f"def impl({', '.join(f'{p}=None' for p in (*params, *PYTHON_ONLY))}):",
-             "    _sk_pin()"]
+             "    _sk_pin()", "    _sk_threads()"]
     for i, f in enumerate(defn.fields):
         if f.data_dims:
             n = len(f.axes)
