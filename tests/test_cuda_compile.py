@@ -108,9 +108,11 @@ def test_corpus_computation_compiles(module, case):
 
 def test_forward_computation_is_a_thread_per_column():
     source = sk.stencil(C.tridiagonal).generate(backend="cuda")
-    # two horizontal grid dimensions, the K loops inside each thread; no C99 VLA
-    assert "threadIdx.x" in source and "threadIdx.y" in source
-    assert "threadIdx.z" not in source
+    # the launches (the prelude's helpers name every axis): two horizontal grid dimensions,
+    # the K loops inside each thread; no C99 VLA
+    launches = "".join(source.split('extern "C" __global__')[1:])
+    assert launches and "threadIdx.x" in launches and "threadIdx.y" in launches
+    assert "threadIdx.z" not in launches
     assert "_column_[" not in source
 
 
