@@ -430,7 +430,12 @@ def _docstring(doc: str) -> list[str]:
     return [f'    """{lines[0]}', *(f"    {x}" if x else "" for x in lines[1:]), '    """']
 
 
-KERNEL_DECORATOR = '_kernel = _nb.njit(error_model="numpy", cache=True, nogil=True, inline="always")\n'
+KERNEL_DECORATOR = ('_kernel = _nb.njit(error_model="numpy", cache=True, nogil=True, '
+                    'inline="always")\n'
+                    '_kernel_not_inlined = _nb.njit(error_model="numpy", cache=True, nogil=True)\n')
+#: CPython compiles a call with more positional arguments than this as f(*args), and Numba
+#: cannot inline a call made that way ("Calling a closure with *args is unsupported")
+MAX_INLINED_ARGUMENTS = 30
 
 
 def lowered_module(functions: tuple[tuple[k.KernelFunction, tuple[str, ...] | None], ...],
@@ -444,7 +449,9 @@ def lowered_module(functions: tuple[tuple[k.KernelFunction, tuple[str, ...] | No
         printer = NumbaModulePrinter(kf)
         text = printer.function(arguments)
         helpers |= printer.helpers
-        texts.append(("@_kernel\n" if kf.internal else "") + text)
+        decorator = ("@_kernel\n" if len(kf.params) <= MAX_INLINED_ARGUMENTS
+                     else "@_kernel_not_inlined\n")
+        texts.append((decorator if kf.internal else "") + text)
     helper_defs = [f"@_helper\n{helper_source(op, t)}\n"
                    for op, t in sorted(helpers, key=lambda h: (h[0], str(h[1])))]
     entry = functions[-1][0].name
