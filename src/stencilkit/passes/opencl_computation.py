@@ -13,12 +13,16 @@ Requires what ``ComputationLowering`` requires. Ensures a kernel function in whi
 
 from __future__ import annotations
 
-from ..analysis.schedule import MultiStage, Stage
+from ..analysis.schedule import Stage
 from ..ir import kernel as k
-from .lower_computation import ComputationLowering, _const, stage_union
+from .lower_computation import _const
+from .lower_computation_gpu import GpuComputationLowering
 
 
-class OpenCLComputationLowering(ComputationLowering):
+class OpenCLComputationLowering(GpuComputationLowering):
+    """FORWARD/BACKWARD groups a work-item per column (``GpuComputationLowering``); PARALLEL
+    stages every loop parallel."""
+
     # No per-thread column buffers: set by the base class, always empty here.
     columns = property(lambda self: {}, lambda self, value: None)
 
@@ -31,23 +35,3 @@ class OpenCLComputationLowering(ComputationLowering):
             start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=k.Parallel()),)
         return body[0]
-
-    def columns_group(self, group: list[tuple[int, MultiStage]]) -> k.Stmt:
-        title = "; ".join(f"multistage {m_i}: {ms.policy}" for m_i, ms in group) + ", by columns"
-        stages = [st for _, ms in group for isched in ms.intervals for st in isched.stages]
-        ext = stage_union(stages)
-        per_level: list[k.Stmt] = []
-        for _, ms in group:
-            for isched in ms.intervals:
-                k0, k1 = self.k_bounds(isched.interval)
-                inner: list[k.Stmt] = []
-                for st in isched.stages:
-                    inner += list(self.guarded(st, ext))
-                units = tuple(u for st in isched.stages for u in st.units)
-                per_level.append(self.k_loop(self.counters[2], k0, k1, ms.policy,
-                                             self.register_decls(units) + tuple(inner)))
-        body: tuple[k.Stmt, ...] = tuple(per_level)
-        for axis in reversed([a for a in self.loop_order() if a != 2]):
-            start, stop = self.horizontal_range(axis, ext)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=k.Parallel()),)
-        return k.Section(title, body)

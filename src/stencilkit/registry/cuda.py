@@ -69,7 +69,7 @@ class CudaBackend(Backend):
         from ..codegen.cuda import plan_source
         from ..codegen.kernel_text import kernel_ir_text
         from ..passes.lower_computation import AXES, domain_key, layout_of, origin_key
-        from ..passes.lower_computation_cuda import GpuComputationLowering
+        from ..passes.lower_computation_gpu import GpuComputationLowering
         from ..passes.pipeline import dump
         from ..passes.platforms.cuda import CUDA_PLATFORM
         from ..runtime.computation import CompiledComputationCall

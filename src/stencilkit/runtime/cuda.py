@@ -202,10 +202,16 @@ class CudaEntry:
         return dev, back
 
     def __call__(self, *args: object) -> int:
-        cp = _cupy()
         functions = self.functions()
         dev, back = self.to_device(args)
         env = bind(self.plan.kernel.params, self.names, dev)
+        return self.run_plan(env, functions, back)
+
+    def run_plan(self, env: dict[str, object], functions: dict[str, object],
+                 back: list[tuple]) -> int:
+        """Scratch arrays and the status word allocated, the plan run, the host arrays in
+        ``back`` copied back; the status returned."""
+        cp = _cupy()
         for s in self.plan.scratch:
             env[s.symbol.name] = cp.zeros(s.size, dtype=s.symbol.dtype)
         status = cp.zeros(1, dtype=cp.int32)
@@ -258,13 +264,7 @@ class CudaParLoopEntry(CudaEntry):
         for p in self.plan.kernel.params:
             if not p.pointer:
                 env[p.name] = len(blocks)  # type: ignore[arg-type]
-        for s in self.plan.scratch:
-            env[s.symbol.name] = cp.zeros(s.size, dtype=s.symbol.dtype)
-        status = cp.zeros(1, dtype=cp.int32)
-        self.run(self.plan.steps, env, functions, status)
-        for host, d in back:
-            host[...] = cp.asnumpy(d)
-        return int(cp.asnumpy(status)[0])
+        return self.run_plan(env, functions, back)
 
 
 class CudaPointCall(PointCall):

@@ -22,13 +22,7 @@ if TYPE_CHECKING:
 def run_blocks(loop: ParLoop, fn: Callable[..., int]) -> None:
     """Run a compiled ParLoop entry point over blocks of elements: all at once (no shared
     target, or atomics), or colour by colour (blocks of one colour share no target entry)."""
-    call: list[object] = []
-    for a in loop.args:
-        call.append(a.obj._data)
-        if a.kind in ("indirect", "entry"):
-            call.append(a.map.values)  # type: ignore[union-attr]
-        elif a.kind == "mat":
-            call.append(a.obj.sparsity.lmap)  # type: ignore[union-attr]
+    call = loop_arrays(loop)
     if loop.race_mode() == "color":
         for blocks in coloring(loop):
             loop.check_status(fn(blocks, *call))
@@ -40,13 +34,7 @@ def run_coloured(loop: ParLoop, module) -> None:
     """Run a ParLoop module of the "numba" backend (no atomics): colour by colour whenever
     the loop writes shared entries, whatever its race mode, else all blocks at once. The
     entry point takes every array flat (as the C one takes pointers)."""
-    call: list[object] = []
-    for a in loop.args:
-        call.append(_flat(a.obj._data))
-        if a.kind in ("indirect", "entry"):
-            call.append(_flat(a.map.values))  # type: ignore[union-attr]
-        elif a.kind == "mat":
-            call.append(_flat(a.obj.sparsity.lmap))  # type: ignore[union-attr]
+    call = [_flat(a) for a in loop_arrays(loop)]
     parts = [even_blocks(loop.iterset.size)] if loop.race_mode() == "none" else coloring(loop)
     for blocks in parts:
         # the loop's run-in-parallel condition (lower_parloop: more than one block), which a
@@ -55,16 +43,30 @@ def run_coloured(loop: ParLoop, module) -> None:
         loop.check_status(fn(len(blocks), blocks.reshape(-1), *call))
 
 
+def loop_arrays(loop: ParLoop) -> list[object]:
+    """The arrays a compiled ParLoop entry point takes after the blocks, in order: each
+    argument's data, then its map's values (indirect) or its local map (a Mat)."""
+    call: list[object] = []
+    for a in loop.args:
+        call.append(a.obj._data)
+        if a.kind in ("indirect", "entry"):
+            call.append(a.map.values)  # type: ignore[union-attr]
+        elif a.kind == "mat":
+            call.append(a.obj.sparsity.lmap)  # type: ignore[union-attr]
+    return call
+
+
 def _flat(a: np.ndarray) -> np.ndarray:
     flat = a.reshape(-1)  # a view of the contiguous arrays Dats, Maps and Mats hold
     assert a.size == 0 or np.shares_memory(flat, a), "ParLoop data must be contiguous"
     return flat
 
 
-def coloring(loop: ParLoop) -> list[np.ndarray]:
-    """Blocks of elements grouped by colour; cached on the first written map, keyed by
-    the maps' versions (never reused, unlike id(): a new map cannot inherit a stale
-    colouring)."""
+def coloring(loop: ParLoop, block: int | None = None) -> list[np.ndarray]:
+    """Blocks of ``block`` elements (default ``BLOCK``) grouped by colour; cached on the
+    first written map, keyed by the block size and the maps' versions (never reused, unlike
+    id(): a new map cannot inherit a stale colouring)."""
+    block = BLOCK if block is None else block
     written = []
     for a in loop.args:
         if a.kind in ("indirect", "entry") and a.mode is not READ:
@@ -72,12 +74,13 @@ def coloring(loop: ParLoop) -> list[np.ndarray]:
         elif a.kind == "mat":
             written.append((a.path[0], None))  # type: ignore[index]
     holder = written[0][0]._colorings  # type: ignore[union-attr]
-    key = tuple((m.version, entry) for m, entry in written)  # type: ignore[union-attr]
+    key = (block, *((m.version, entry) for m, entry in written))  # type: ignore[union-attr]
     if key not in holder:
         cols = [m.values if e is None else m.values[:, [e]]  # type: ignore[union-attr]
                 for m, e in written]
         holder[key] = block_coloring(loop.iterset.size, cols,
-                                     [m.to_set.size for m, _ in written])  # type: ignore
+                                     [m.to_set.size for m, _ in written],  # type: ignore
+                                     block=block)
     return holder[key]
 
 

@@ -1,4 +1,5 @@
-"""The computation lowering for GPUs: a thread per column for FORWARD/BACKWARD multistages.
+"""The computation lowering for GPUs (CUDA, and OpenCL's subclass): a thread per column for
+FORWARD/BACKWARD multistages.
 
 The CPU lowering (``lower_computation``) jams blocks of columns under the K loop and keeps
 column temporaries in C99 variable-length arrays; CUDA has neither VLAs nor a use for the
