@@ -114,14 +114,25 @@ def build_computation(defn, sched, src, fields):
 
 def build_parloop(name: str, typed, specs, src, race: str):
     """(source, OpenCLParLoop) of a ParLoop of a Python kernel; ``race``: "color", "atomic"
-    or "none" (no shared writes)."""
-    from ..codegen import opencl_parloop as ocp
-    from ..passes import lower_parloop as cpl
-    from ..runtime.opencl_launch import OpenCLParLoop
+    or "none" (no shared writes). The loop over the set is ``LoopLowering``'s, with every
+    argument gathered into private arrays; "atomic" colours instead where a shared INC's
+    element type has no atomic add here."""
+    from ..codegen import opencl as printer
+    from ..codegen.kernel_text import kernel_ir_text
+    from ..passes import lower_parloop as lpl
+    from ..passes.pipeline import dump
+    from ..runtime.opencl_launch import Executable, OpenCLParLoop
 
     require_dtypes(name, [s.dtype for s in specs])
-    kf = cpl.KernelLowering(typed, specs, src.line_text,
+    if race == "atomic" and not all(platform.atomic_add_supported(s.dtype) for s in specs
+                                    if s.writes_shared and s.mode == "INC"):
+        race = "color"
+    kf = lpl.KernelLowering(typed, specs, src.line_text,
                             src.filename.rsplit("/", 1)[-1]).lower_kernel()
-    loop_name = cpl.loop_function_name(name)
-    source = ocp.source(loop_name, specs, race, kf)
-    return source, OpenCLParLoop(source, loop_name, specs, race, name)
+    dump("kernel", name, kernel_ir_text(kf))
+    loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs,
+                            race == "atomic", kf.uses_error_flag, private=True).lower()
+    dump("kernel", f"{name} loop", kernel_ir_text(loop))
+    plan = platform.plan(loop)
+    source = printer.program_source(plan, (kf,))
+    return source, OpenCLParLoop(Executable(plan, source, name), race)

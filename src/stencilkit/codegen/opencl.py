@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from ..passes.platforms.opencl import Launch, LaunchPlan
+from ..passes.platforms.opencl import OPENCL_PLATFORM, Launch, LaunchPlan
 from . import c as cgen
 from .cfamily import CFamilyPrinter
 
@@ -57,6 +57,27 @@ static inline int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
     }
     return x;
 }
+"""
+
+
+#: atomic adds of ``AtomicUpdate`` (passes.platforms.opencl), defined when a kernel uses one:
+#: native on 32/64-bit integers, compare-and-swap loops on the bits of floats
+ATOMICS = """\
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+static inline void sk_atomic_add_f64(__global double *p, double v) {
+    union { ulong u; double d; } old, upd;
+    do { old.d = *p; upd.d = old.d + v; }
+    while (atom_cmpxchg((volatile __global ulong *)p, old.u, upd.u) != old.u);
+}
+static inline void sk_atomic_add_f32(__global float *p, float v) {
+    union { uint u; float f; } old, upd;
+    do { old.f = *p; upd.f = old.f + v; }
+    while (atomic_cmpxchg((volatile __global uint *)p, old.u, upd.u) != old.u);
+}
+static inline void sk_atomic_add_int32(__global int *p, int v) { atomic_add(p, v); }
+static inline void sk_atomic_add_uint32(__global uint *p, uint v) { atomic_add(p, v); }
+static inline void sk_atomic_add_int64(__global long *p, long v) { atom_add(p, v); }
+static inline void sk_atomic_add_uint64(__global ulong *p, ulong v) { atom_add(p, v); }
 """
 
 
@@ -113,10 +134,13 @@ class OpenCLPrinter(CFamilyPrinter):
     def kernel(self, launch: Launch) -> str:
         """``__kernel void name(params..., __global int *sk_status)``: a work-item per point
         of the NDRange, guarded by its bounds and the launch's conditions."""
-        params = [self.param(p) for p in launch.params] + [f"__global int *{STATUS}"]
+        params = [self.param(p) for p in launch.params]
+        params += [f"__local {cl_type(p.local.dtype)} *{p.local.name}" for p in launch.partials]
+        params.append(f"__global int *{STATUS}")
         lines = [f"__kernel void {launch.name}({', '.join(params)})", "{",
                  "    int sk_error = 0;",
-                 *(f"    {self.pointer(p)}" for p in launch.params if p.pointer)]
+                 *(f"    {self.pointer(p)}" for p in launch.params if p.pointer),
+                 *self.stmts(launch.prologue, "    ")]
         guards = []
         for dim, d in enumerate(launch.dims):
             c = d.counter.name
@@ -131,6 +155,7 @@ class OpenCLPrinter(CFamilyPrinter):
             lines += [f"    if ({' && '.join(guards)}) {{", *body, "    }"]
         else:
             lines += body
+        lines += self.stmts(launch.epilogue, "    ")
         lines += [f"    if (sk_error) *{STATUS} = sk_error;", "}"]
         self.declared.clear()  # names are per kernel
         return "\n".join(lines)
@@ -144,13 +169,30 @@ class OpenCLPrinter(CFamilyPrinter):
         return "\n".join(parts)
 
 
-def program_source(plan: LaunchPlan, extra: tuple[str, ...] = ()) -> str:
-    """The OpenCL program of a plan: prelude, helpers, ``extra`` functions, the kernels."""
+def program_source(plan: LaunchPlan, internal: tuple[k.KernelFunction, ...] = ()) -> str:
+    """The OpenCL program of a plan: prelude, helpers, the ``internal`` functions (a
+    ParLoop's kernel, lowered by a ``KernelLowering``), the kernels."""
     printer = OpenCLPrinter()
+    functions = [internal_function(kf, printer) for kf in internal]
     kernels = [printer.kernel(launch) for launch in plan.launches()]
     header = cgen.header_comment(plan.kernel)
     steps = describe_steps(plan)
-    return "\n".join([printer.prelude(), header, steps, *extra, *kernels, ""])
+    atomics = [ATOMICS] if any("sk_atomic_add_" in t for t in kernels) else []
+    return "\n".join([printer.prelude(), *atomics, header, steps, *functions, *kernels, ""])
+
+
+def internal_function(kf: k.KernelFunction, printer: OpenCLPrinter) -> str:
+    """``static inline int name(T *restrict p, ...)``: pointers to private arrays (the
+    caller's work-item gathers into them), returning the status."""
+    params = []
+    for p in kf.params:
+        const = "const " if p.has(k.ReadOnly) else ""
+        params.append(f"{const}{cgen.ctype(p.dtype)} *restrict {p.name}")
+    status = kf.status.name if kf.status is not None else "sk_error"
+    body = printer.stmts(OPENCL_PLATFORM.lower_body(kf.body, kf), "    ")
+    printer.declared.clear()
+    return "\n".join([f"static inline int {kf.name}({', '.join(params)})", "{",
+                      f"    int {status} = 0;", *body, f"    return {status};", "}", ""])
 
 
 def describe_steps(plan: LaunchPlan) -> str:

@@ -157,11 +157,15 @@ class LoopLowering:
     """Builds the loop function of one ParLoop (see the module docstring)."""
 
     def __init__(self, name: str, title: str, kernel: str, specs: tuple[ArgSpec, ...],
-                 atomic: bool, kernel_returns_status: bool) -> None:
+                 atomic: bool, kernel_returns_status: bool, *, private: bool = False) -> None:
         """``name``: the loop function's; ``title``: the ParLoop kernel's name as the user
-        gave it; ``kernel``: the name of the function to call per element."""
+        gave it; ``kernel``: the name of the function to call per element. ``private``:
+        the kernel gets local arrays for every argument, direct ones and read Globals too
+        (OpenCL: a function's pointer parameters are private, not pointers into global
+        memory), gathered before the call and written back after it."""
         self.name, self.title, self.kernel, self.specs = name, title, kernel, specs
         self.atomic, self.returns_status = atomic, kernel_returns_status
+        self.private = private
         self.ctx = k.KernelContext()
         self.status = self.ctx.symbol("sk_error", k.STATUS)
         self.q = self.ctx.symbol("q", k.INDEX)  # the counter over a local array
@@ -225,12 +229,12 @@ class LoopLowering:
         kernel call, and after the loop; and what the kernel gets for it."""
         e = _sym(self.e)
         a = self.array(f"a{i}", s.dtype, read_only=s.mode == "READ")
-        if s.kind == "direct" and s.mode not in ("MIN", "MAX"):
+        if s.kind == "direct" and s.mode not in ("MIN", "MAX") and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True, properties=frozenset(
                 {k.ReadOnly()} if s.mode == "READ" else set()))
             decl = k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype))
             return _Pieces(_sym(ptr), body=(decl,))
-        if s.kind == "global" and s.mode == "READ":
+        if s.kind == "global" and s.mode == "READ" and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True,
                                   properties=frozenset({k.ReadOnly()}))
             return _Pieces(_sym(ptr), body=(k.Declare(ptr, _sym(a.base)),))
@@ -240,9 +244,15 @@ class LoopLowering:
         value = self.load(loc, q)
         if s.kind == "direct":  # MIN/MAX: the kernel sees the current value; what it
             at = _add(_mul(e, s.dim), q)  # leaves is reduced into the Dat
+            if s.mode in ("MIN", "MAX"):
+                back = self.keep(s.mode, a, at, value)
+            else:  # private: every mode sees the current values (WRITE keeps unwritten ones)
+                back = () if s.mode == "READ" else (k.Store(a, (at,), value),)
             return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(
-                loc, (q,), self.load(a, at)))), post=self.over(size, *self.keep(s.mode, a, at,
-                                                                             value)))
+                loc, (q,), self.load(a, at)))), post=self.over(size, *back))
+        if s.kind == "global" and s.mode == "READ":  # private: a copy of the Global
+            return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(
+                loc, (q,), self.load(a, q)))))
         if s.kind == "global":
             red, red_decl = self.local(f"r{i}", s.dtype, s.dim)
             init = _zero(s.dtype) if s.mode == "INC" else self.load(a, q)

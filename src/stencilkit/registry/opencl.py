@@ -55,7 +55,7 @@ BACKEND = OpenCLBackend(
         platform="stencilkit.passes.platforms.opencl:OpenCLPlatform",
         printer=PerKind(point="stencilkit.codegen.opencl:program_source",
                         computation="stencilkit.codegen.opencl:program_source",
-                        parloop="stencilkit.codegen.opencl_parloop:source"),
+                        parloop="stencilkit.codegen.opencl:program_source"),
         toolchain="stencilkit.runtime.opencl:build",
         launcher=PerKind(point="stencilkit.runtime.opencl_launch:OpenCLPointCall",
                          computation="stencilkit.runtime.opencl_launch:Executable",

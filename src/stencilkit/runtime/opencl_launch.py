@@ -63,11 +63,20 @@ class Executable:
             local = (self.group,) + (1,) * (len(sizes) - 1) if sizes else (1,)
             sizes = tuple(-(-n // g) * g for n, g in zip(sizes, local)) or (1,)
             kern = self.kernels[s.name]
+            groups = int(np.prod([n // g for n, g in zip(sizes, local)]))
+            for part in s.partials:  # the groups' results, combined by a later launch
+                env[part.buffer.name] = ocl.empty_buffer(
+                    self.rt, groups * part.size * part.buffer.dtype.itemsize)
+                env[offset_name(part.buffer)] = 0
+                env[part.groups.name] = groups
             args = []
             for p in s.params:
                 args.append(_arg(p, env[p.name]))
                 if p.pointer:
                     args.append(np.int64(env[offset_name(p)]))
+            for part in s.partials:
+                args.append(cl.LocalMemory(int(np.prod(local)) * part.size
+                                           * part.local.dtype.itemsize))
             kern.set_args(*args, self.status_buf)
             cl.enqueue_nd_range_kernel(self.rt.queue, kern, sizes, local)
 
@@ -167,25 +176,18 @@ class OpenCLPointCall(PointCall):
 
 
 class OpenCLParLoop:
-    """Runs the loop kernel of a ParLoop: Dats, Globals and maps copied to the device
-    (maps once per Map version), written data copied back."""
+    """Runs the launch plan of a ParLoop's loop (``LoopLowering`` -> OpenCL platform): Dats,
+    Globals and maps copied to the device once per call (maps once per Map version), the
+    plan run once per colour (blocks of elements; one element per block without
+    colouring), written data copied back."""
 
-    def __init__(self, source: str, kernel: str, specs, race: str, stencil: str) -> None:
-        from ..codegen.opencl_parloop import WORK_GROUP
-
-        cl = ocl.pyopencl()
-        self.rt = ocl.device()
-        self.program = ocl.build(source, stencil)
-        self.kernel = cl.Kernel(self.program, kernel)
-        self.specs = specs
-        self.race = race
-        self.group = min(WORK_GROUP, ocl.work_group(self.rt))
-        self.reduces = [i for i, s in enumerate(specs)
-                        if s.kind == "global" and s.mode != "READ"]
-        self.status = np.zeros(1, np.int32)
-        self.status_buf = cl.Buffer(self.rt.context, cl.mem_flags.READ_WRITE, 4)
+    def __init__(self, exe: Executable, race: str) -> None:
+        self.exe = exe
+        self.race = race  # "color": the launcher colours; else blocks of one element
+        self.rt = exe.rt
         self._maps: dict[int, tuple[object, object]] = {}  # id(values) -> (values, buffer)
         self.staging = ocl.Staging()
+        self.pointers = [p for p in exe.plan.kernel.params if p.pointer]
 
     def _map_buffer(self, values: np.ndarray) -> object:
         hit = self._maps.get(id(values))
@@ -195,72 +197,60 @@ class OpenCLParLoop:
         self._maps[id(values)] = (values, buf)
         return buf
 
-    def run(self, n: int, data: list, maps: list, colours: list[np.ndarray] | None) -> int:
+    def run(self, arrays: list[np.ndarray], maps: set[int], parts: list[np.ndarray]) -> int:
+        """``arrays``: what the pointer parameters after the blocks take, in order (those
+        at positions ``maps`` are maps); ``parts``: the blocks of each colour."""
         cl = ocl.pyopencl()
-        q = self.rt.queue
-        cl.enqueue_fill_buffer(q, self.status_buf, np.int32(0), 0, 4)
-        views = [ocl.to_device(self.rt, d, staging=self.staging, slot=i)
-                 for i, d in enumerate(data)]
-        args: list[object] = []
-        partial_slots = {}
-        for i, s in enumerate(self.specs):
-            args.append(views[i][0].buffer)
-            if maps[i] is not None:
-                args.append(self._map_buffer(maps[i]))
-            if i in self.reduces:
-                partial_slots[i] = len(args)
-                args += [None, cl.LocalMemory(self.group * s.local_size * s.dtype.itemsize)]
-        args.append(self.status_buf)
-        results = {i: [] for i in self.reduces}
-        launches = ([(len(b), ocl.to_device(self.rt, b)[0].buffer) for b in colours]
-                    if colours is not None else [(n, None)])
-        for count, blocks in launches:
-            if count == 0:
-                continue
-            size = -(-count // self.group) * self.group  # a fixed work-group size (see above)
-            partials = {}
-            for i in self.reduces:
-                s = self.specs[i]
-                partials[i] = np.empty((size // self.group, s.local_size), s.dtype)
-                args[partial_slots[i]] = ocl.empty_buffer(self.rt, partials[i].nbytes)
-            head = [np.int64(count)] + ([blocks] if blocks is not None else [])
-            self.kernel.set_args(*head, *args)
-            cl.enqueue_nd_range_kernel(q, self.kernel, (size,), (self.group,))
-            for i in self.reduces:
-                cl.enqueue_copy(q, partials[i], args[partial_slots[i]])
-                results[i].append(partials[i])
-        for i, s in enumerate(self.specs):
-            if s.mode == "READ" or s.kind == "global":
-                continue
-            ocl.from_device(self.rt, views[i][0], views[i][1], data[i])
-        for i in self.reduces:
-            s = self.specs[i]
-            if not results[i]:
-                continue
-            parts = np.concatenate(results[i])
-            target = data[i].reshape(-1)
-            if s.mode == "INC":
-                target += parts.sum(axis=0, dtype=s.dtype)
-            elif s.mode == "MIN":
-                target[...] = np.minimum(target, parts.min(axis=0))
+        exe = self.exe
+        cl.enqueue_fill_buffer(self.rt.queue, exe.status_buf, np.int32(0), 0, 4)
+        env: dict[str, object] = {}
+        back = []
+        for i, (p, a) in enumerate(zip(self.pointers[1:], arrays)):
+            if i in maps:
+                env[p.name] = self._map_buffer(a)
             else:
-                target[...] = np.maximum(target, parts.max(axis=0))
-        cl.enqueue_copy(q, self.status, self.status_buf)
-        return int(self.status[0])
+                view, host = ocl.to_device(self.rt, a, staging=self.staging, slot=i)
+                env[p.name] = view.buffer
+                if not p.has(k.ReadOnly):
+                    back.append((view, host, a))
+            env[offset_name(p)] = 0
+        for sym, size in zip(exe.plan.scratch, exe.plan.scratch_sizes):
+            env[sym.name] = self.staging.buffer(self.rt, ("scratch", sym.name),
+                                                size * sym.dtype.itemsize)
+            env[offset_name(sym)] = 0
+        blocks = self.pointers[0]
+        nblocks = next(p for p in exe.plan.kernel.params if p.has(k.ScalarArgument))
+        for i, part in enumerate(parts):
+            if not len(part):
+                continue
+            env[blocks.name] = ocl.to_device(self.rt, part, staging=self.staging,
+                                             slot=("blocks", i))[0].buffer
+            env[offset_name(blocks)] = 0
+            env[nblocks.name] = len(part)
+            exe._steps(exe.plan.steps, env)
+        for view, host, a in back:
+            ocl.from_device(self.rt, view, host, a)
+        cl.enqueue_copy(self.rt.queue, exe.status, exe.status_buf)  # waits for the launches
+        return int(exe.status[0])
 
 
 def run_parloop(loop, fn: OpenCLParLoop) -> None:
     """The ParLoop launcher: the loop's data, maps and (when colouring) blocks by colour."""
-    from .parloop_blocks import coloring
+    from .parloop_blocks import coloring, even_blocks
 
-    data = [a.obj._data for a in loop.args]
-    maps: list[np.ndarray | None] = []
+    arrays: list[np.ndarray] = []
+    maps: set[int] = set()
     for a in loop.args:
+        arrays.append(a.obj._data)
         if a.kind in ("indirect", "entry"):
-            maps.append(a.map.values)
+            maps.add(len(arrays))
+            arrays.append(a.map.values)
         elif a.kind == "mat":
-            maps.append(a.obj.sparsity.lmap)
-        else:
-            maps.append(None)
-    colours = coloring(loop) if loop.race_mode() == "color" else None
-    loop.check_status(fn.run(loop.iterset.size, data, maps, colours))
+            maps.add(len(arrays))
+            arrays.append(a.obj.sparsity.lmap)
+    # built with colouring (race "color", or "atomic" where an element type has no atomic
+    # add): blocks by colour; else a block per element, all at once
+    shared = loop.race_mode() != "none"
+    parts = coloring(loop) if fn.race == "color" and shared else [
+        even_blocks(loop.iterset.size, 1)]
+    loop.check_status(fn.run(arrays, maps, parts))

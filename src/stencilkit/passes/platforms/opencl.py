@@ -13,6 +13,14 @@ work-item dimension 0 so that neighbouring work-items touch neighbouring element
 counter to the kernels inside, since work-items of one launch cannot wait for each other).
 Statements outside any parallel loop run as a launch of one work-item; the conditions of
 enclosing branches are repeated inside each launch (they depend only on parameters).
+
+Reductions (a ParLoop's Globals): the local arrays they reduce into, declared at the top,
+become device scratch arrays (``LaunchPlan.scratch``) the launcher allocates. In the
+parallel loop each work-item accumulates into a private copy (initialized to the
+identity) over its iterations; the work-group then combines its copies by a tree in local
+memory and work-item 0 writes the group's partial result (``Partial``); a launch of one
+work-item after it combines the partials into the scratch array, in group order (no
+atomics: every dtype, and the same sum from run to run).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import dtypes
+from ...codegen.cfamily import type_suffix
 from ...ir import kernel as k
 from ...ir.core import rewrite, walk
 from .base import status_constant
@@ -41,16 +50,35 @@ class Dim:
 
 
 @dataclass(frozen=True)
+class Partial:
+    """A reduction's per-group results: the launcher allocates ``buffer`` (``size``
+    elements per work-group, a global buffer) and ``size`` elements of local memory per
+    work-item for ``local``, and sets ``groups`` (the number of work-groups launched) for
+    the launch that combines them."""
+
+    buffer: k.Symbol
+    local: k.Symbol
+    groups: k.Symbol
+    size: int
+
+
+@dataclass(frozen=True)
 class Launch:
     """One OpenCL kernel: ``dims`` (dimension 0 first; empty: a single work-item) and the
     body each work-item runs, under ``conditions``. ``params``: the kernel function's
-    parameters it uses, then the host loops' counters."""
+    parameters it uses, then the host loops' counters, the scratch arrays and partials.
+    ``prologue``/``epilogue``: what every work-item of the launch runs before and after
+    its (guarded) body, out of range or not (a reduction's private copy, the group's
+    combination, whose barriers every work-item must reach)."""
 
     name: str
     params: tuple[k.Symbol, ...]
     dims: tuple[Dim, ...]
     conditions: tuple[k.Expr, ...]
     body: tuple[k.Stmt, ...]
+    prologue: tuple[k.Stmt, ...] = ()
+    epilogue: tuple[k.Stmt, ...] = ()
+    partials: tuple[Partial, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +97,8 @@ Step = Launch | HostLoop
 class LaunchPlan:
     kernel: k.KernelFunction
     steps: tuple[Step, ...]
+    scratch: tuple[k.Symbol, ...] = ()  # device arrays (pointer symbols) of scratch_sizes
+    scratch_sizes: tuple[int, ...] = ()
 
     def launches(self) -> list[Launch]:
         out: list[Launch] = []
@@ -95,6 +125,11 @@ class _Splitter:
     def __init__(self, kf: k.KernelFunction) -> None:
         self.kf = kf
         self.count = 0
+        self.reduced = {r.buffer.base.name for n in (x for s in kf.body for x in walk(s))
+                        if isinstance(n, k.Loop) and n.parallel
+                        for r in n.parallel.reductions}
+        self.scratch: dict[str, tuple[k.Symbol, int]] = {}
+        self.partials: dict[str, k.Symbol] = {}  # partial buffers and group counts
 
     def name(self) -> str:
         self.count += 1
@@ -113,6 +148,12 @@ class _Splitter:
         for s in body:
             if _empty(s):  # a section with nothing in it (1-D border rows) needs no launch
                 continue
+            if isinstance(s, k.DeclareArray) and s.buffer.base.name in self.reduced \
+                    and not conds and isinstance(s.size, k.Constant):
+                # a reduction's shared array, used by the launches after it: device memory
+                sym = dataclasses.replace(s.buffer.base, pointer=True)
+                self.scratch[sym.name] = (sym, int(s.size.value))
+                continue
             if not _has_parallel(s):
                 serial.append(s)
                 continue
@@ -128,7 +169,7 @@ class _Splitter:
                 case k.ParallelRegion(body=inner):  # "planes": host K loops of launches
                     steps += self.split(inner, conds, counters)
                 case k.Loop(parallel=par) if par:
-                    steps.append(self.nest(s, conds, counters))
+                    steps += self.nest(s, conds, counters)
                 case k.Loop(counter=ctr, start=a, stop=b, step=st, body=inner):
                     lower = OPENCL_PLATFORM.lower_expr
                     steps.append(HostLoop(ctr, lower(a), lower(b), lower(st),
@@ -139,7 +180,7 @@ class _Splitter:
         return steps
 
     def nest(self, loop: k.Loop, conds: tuple[k.Expr, ...],
-             counters: tuple[k.Symbol, ...]) -> Launch:
+             counters: tuple[k.Symbol, ...]) -> list[Launch]:
         """Up to three perfectly nested parallel loops with unit steps and bounds that do not
         depend on each other become the NDRange; the rest is the work-item's body."""
         loops = [loop]
@@ -157,28 +198,147 @@ class _Splitter:
         if not _unit(loops[0].step):
             raise NotImplementedError("OpenCL: a parallel loop with a non-unit step")
         dims = tuple(Dim(lp.counter, lp.start, lp.stop) for lp in reversed(loops))
-        return self.launch(dims, conds, loops[-1].body, counters)
+        reductions = loop.parallel.reductions if loop.parallel else ()
+        if not reductions:
+            return [self.launch(dims, conds, loops[-1].body, counters)]
+        body = OPENCL_PLATFORM.lower_body(loops[-1].body, self.kf)
+        name = self.name()
+        pre, body, post, partials = _privatize(body, reductions, name)
+        main = self.launch(dims, conds, body, counters, pre, post, partials, name)
+        return [main, self.launch((), conds, _combine(reductions, partials), counters)]
 
     def launch(self, dims: tuple[Dim, ...], conds: tuple[k.Expr, ...],
-               body: tuple[k.Stmt, ...], counters: tuple[k.Symbol, ...]) -> Launch:
+               body: tuple[k.Stmt, ...], counters: tuple[k.Symbol, ...],
+               pre: tuple[k.Stmt, ...] = (), post: tuple[k.Stmt, ...] = (),
+               partials: tuple[Partial, ...] = (), name: str | None = None) -> Launch:
         # what a work-item runs: the abstract nodes left lowered by the OpenCL platform
         body = OPENCL_PLATFORM.lower_body(body, self.kf)
         conds = tuple(OPENCL_PLATFORM.lower_expr(c) for c in conds)
         dims = tuple(Dim(d.counter, OPENCL_PLATFORM.lower_expr(d.start),
                          OPENCL_PLATFORM.lower_expr(d.stop)) for d in dims)
         used: set[str] = set()
-        roots: list[object] = [*body, *conds, *(e for d in dims for e in (d.start, d.stop))]
+        roots: list[object] = [*pre, *body, *post, *conds,
+                               *(e for d in dims for e in (d.start, d.stop))]
         for r in roots:
             for n in walk(r):
                 match n:
                     case k.Sym(symbol=s):
                         used.add(s.name)
-                    case k.Load(buffer=b) | k.Store(buffer=b):
+                    case k.Load(buffer=b) | k.Store(buffer=b) | k.Address(buffer=b):
                         used.add(b.base.name)
                         used.update(e.symbol.name for e in b.strides if isinstance(e, k.Sym))
         params = tuple(p for p in self.kf.params if p.name in used)
         params += tuple(c for c in counters if c.name in used)
-        return Launch(self.name(), params, dims, conds, body)
+        params += tuple(sym for sym, _ in self.scratch.values() if sym.name in used)
+        for part in partials:
+            self.partials.update({part.buffer.name: part.buffer, part.groups.name: part.groups})
+        params += tuple(sym for n, sym in self.partials.items() if n in used)
+        return Launch(name or self.name(), params, dims, conds, body, pre, post, partials)
+
+
+def _c(v: int) -> k.Constant:
+    return k.Constant(np.int64(v), dtype=k.INDEX)
+
+
+def _identity(op: str, t: np.dtype) -> k.Constant:
+    if op == "+":
+        v: object = 0
+    elif dtypes.is_float(t):
+        v = np.inf if op == "min" else -np.inf
+    elif dtypes.is_bool(t):
+        v = op == "min"
+    else:
+        info = np.iinfo(t)
+        v = info.max if op == "min" else info.min
+    return k.Constant(t.type(v), dtype=t)
+
+
+def _fold(op: str, buf: k.Buffer, at: k.Expr, other: k.Buffer, at_other: k.Expr) -> k.Stmt:
+    """``buf[at] = buf[at] op other[at_other]`` (min/max: keep the smaller/larger, as the
+    lowering's own MIN/MAX updates do)."""
+    t = buf.element_type
+    x, y = k.Load(buf, (at,), dtype=t), k.Load(other, (at_other,), dtype=t)
+    if op == "+":
+        return k.Store(buf, (at,), k.Op("+", (x, y), dtype=t))
+    better = k.Op("<" if op == "min" else ">", (y, x), dtype=dtypes.BOOL)
+    return k.Branch(better, (k.Store(buf, (at,), y),))
+
+
+def _work_item(func: str, dtype: np.dtype = k.INDEX) -> k.Expr:
+    return k.Convert(k.CCall(func, (k.Literal("0", dtype=k.STATUS),), dtype=k.INDEX), dtype=dtype)
+
+
+_BARRIER = k.Evaluate(k.CCall("barrier", (k.Literal("CLK_LOCAL_MEM_FENCE", dtype=k.STATUS),),
+                              dtype=k.STATUS))
+
+
+def _privatize(body: tuple[k.Stmt, ...], reductions: tuple[k.Reduction, ...], launch: str
+               ) -> tuple[tuple[k.Stmt, ...], tuple[k.Stmt, ...], tuple[k.Stmt, ...],
+                          tuple[Partial, ...]]:
+    """(prologue, body, epilogue, partials) of a parallel loop with reductions: private
+    copies initialized to the identity, the body accumulating into them, then the tree over
+    the work-group in local memory (``span`` halves each step; a barrier between steps)
+    and work-item 0's store of the group's partial."""
+    lid = k.Symbol("sk_lid", k.INDEX)
+    span = k.Symbol("sk_span", k.INDEX)
+    me, other = k.Sym(lid, dtype=k.INDEX), k.Sym(span, dtype=k.INDEX)
+    renamed: dict[str, k.Buffer] = {}
+    pre: list[k.Stmt] = []
+    stage: list[k.Stmt] = []  # each work-item's copy into local memory
+    tree: list[k.Stmt] = []  # one step of the tree
+    out: list[k.Stmt] = []  # work-item 0: the group's partial
+    partials: list[Partial] = []
+    for r in reductions:
+        b, n, t = r.buffer, r.size, r.buffer.element_type
+        stem = b.base.name
+        priv = dataclasses.replace(b, base=k.Symbol(f"{stem}_private", t, pointer=True))
+        renamed[stem] = priv
+        local_sym = k.Symbol(f"{stem}_group", t, pointer=True)
+        part = Partial(k.Symbol(f"{stem}_partial", t, pointer=True), local_sym,
+                       k.Symbol(f"{stem}_groups", k.INDEX), n)
+        partials.append(part)
+        w = k.Buffer(local_sym.name, t, local_sym, (_c(0),), (_c(1),))
+        p = k.Buffer(part.buffer.name, t, part.buffer, (_c(0),), (_c(1),))
+        pre.append(k.DeclareArray(priv, _c(n)))
+        group = _work_item("get_group_id")
+        for q in range(n):
+            pre.append(k.Store(priv, (_c(q),), _identity(r.op, t)))
+            mine = k.Op("+", (k.Op("*", (me, _c(n)), dtype=k.INDEX), _c(q)), dtype=k.INDEX)
+            theirs = k.Op("+", (k.Op("*", (k.Op("+", (me, other), dtype=k.INDEX), _c(n)),
+                                      dtype=k.INDEX), _c(q)), dtype=k.INDEX)
+            stage.append(k.Store(w, (mine,), k.Load(priv, (_c(q),), dtype=t)))
+            tree.append(_fold(r.op, w, mine, w, theirs))
+            at = k.Op("+", (k.Op("*", (group, _c(n)), dtype=k.INDEX), _c(q)), dtype=k.INDEX)
+            out.append(k.Store(p, (at,), k.Load(w, (_c(q),), dtype=t)))
+    half = k.Op("/", (_work_item("get_local_size"), _c(2)), dtype=k.INDEX)
+    post = (k.Declare(lid, _work_item("get_local_id")), *stage, _BARRIER,
+            k.Declare(span, half),
+            k.WhileLoop(k.Op(">", (other, _c(0)), dtype=dtypes.BOOL), (
+                k.Branch(k.Op("<", (me, other), dtype=dtypes.BOOL), tuple(tree)), _BARRIER,
+                k.SetSym(span, k.Op("/", (other, _c(2)), dtype=k.INDEX)))),
+            k.Branch(k.Op("==", (me, _c(0)), dtype=dtypes.BOOL), tuple(out)))
+
+    def swap(node):
+        if isinstance(node, (k.Load, k.Store)) and node.buffer.base.name in renamed:
+            return dataclasses.replace(node, buffer=renamed[node.buffer.base.name])
+        return None
+    body = tuple(rewrite(s, swap) for s in body)
+    return tuple(pre), body, post, tuple(partials)
+
+
+def _combine(reductions: tuple[k.Reduction, ...], partials: tuple[Partial, ...]
+             ) -> tuple[k.Stmt, ...]:
+    """One work-item folding the groups' partials into the shared arrays, in group order."""
+    out: list[k.Stmt] = []
+    for r, part in zip(reductions, partials):
+        t, n = r.buffer.element_type, r.size
+        g = k.Symbol(f"{r.buffer.base.name}_g", k.INDEX)
+        p = k.Buffer(part.buffer.name, t, part.buffer, (_c(0),), (_c(1),))
+        fold = tuple(_fold(r.op, r.buffer, _c(q), p, k.Op("+", (k.Op(
+            "*", (k.Sym(g, dtype=k.INDEX), _c(n)), dtype=k.INDEX), _c(q)), dtype=k.INDEX))
+            for q in range(n))
+        out.append(k.Loop(g, _c(0), k.Sym(part.groups, dtype=k.INDEX), _c(1), fold))
+    return tuple(out)
 
 
 def _unit(e: k.Expr) -> bool:
@@ -280,7 +440,14 @@ class OpenCLPlatform(CPlatform):
         return (dataclasses.replace(loop, vectorize=False),)
 
     def atomic_update(self, s: k.AtomicUpdate) -> tuple[k.Stmt, ...]:
-        raise NotImplementedError("OpenCL: atomic updates are printed by codegen.opencl_parloop")
+        if s.op is None:  # a store: the last write wins, as in C
+            return (k.Store(s.buffer, s.indices, s.value, loc=s.loc, source=s.source),)
+        t = s.buffer.element_type
+        if s.op != "+" or not atomic_add_supported(t):
+            raise NotImplementedError(f"OpenCL: no atomic {s.op!r} on {t}")
+        address = k.Address(s.buffer, s.indices, dtype=t)
+        call = k.CCall(f"sk_atomic_add_{type_suffix(t)}", (address, s.value), dtype=t)
+        return (k.Evaluate(call, loc=s.loc, source=s.source),)
 
     def set_error(self, code: int, kf: k.KernelFunction, s: k.SetError) -> tuple[k.Stmt, ...]:
         assert kf.status is not None, f"{kf.name} sets an error but has no status symbol"
@@ -306,10 +473,20 @@ class OpenCLPlatform(CPlatform):
 OPENCL_PLATFORM = OpenCLPlatform()
 
 
+def atomic_add_supported(t: np.dtype) -> bool:
+    """Element types with an atomic add (codegen.opencl's ``sk_atomic_add_*``: native on
+    32/64-bit integers, compare-and-swap on the bits of floats); a ParLoop that would need
+    another colours instead."""
+    return t.kind in "fiu" and t.itemsize in (4, 8)
+
+
 def plan(kf: k.KernelFunction) -> LaunchPlan:
     """The launches of ``kf`` (see the module's docstring)."""
     kf = dataclasses.replace(kf, body=_without_thresholds(kf.body))
-    return LaunchPlan(kf, tuple(_Splitter(kf).split(kf.body, (), ())))
+    splitter = _Splitter(kf)
+    steps = tuple(splitter.split(kf.body, (), ()))
+    scratch = tuple(splitter.scratch.values())
+    return LaunchPlan(kf, steps, tuple(s for s, _ in scratch), tuple(n for _, n in scratch))
 
 
 def _without_thresholds(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
