@@ -177,17 +177,29 @@ class OpenCLPointCall(PointCall):
 
 class OpenCLParLoop:
     """Runs the launch plan of a ParLoop's loop (``LoopLowering`` -> OpenCL platform): Dats,
-    Globals and maps copied to the device once per call (maps once per Map version), the
-    plan run once per colour (blocks of elements; one element per block without
-    colouring), written data copied back."""
+    Globals and maps copied to the device once per call (maps once per Map version, the
+    blocks of every colour once per colouring, in one buffer), the plan run once per colour
+    (blocks of elements; one element per block without colouring), written data copied
+    back. A colour changes only the launches' block count, block offset and group counts:
+    their other arguments are set once per call (colourings of many small colours spend
+    their time in these host calls)."""
 
     def __init__(self, exe: Executable, race: str) -> None:
         self.exe = exe
         self.race = race  # "color": the launcher colours; else blocks of one element
         self.rt = exe.rt
         self._maps: dict[int, tuple[object, object]] = {}  # id(values) -> (values, buffer)
+        self._blocks: tuple[object, object, list[int]] | None = None  # (parts, buffer, starts)
         self.staging = ocl.Staging()
-        self.pointers = [p for p in exe.plan.kernel.params if p.pointer]
+        params = exe.plan.kernel.params
+        self.pointers = [p for p in params if p.pointer]
+        self.blocks = self.pointers[0]
+        self.nblocks = next(p for p in params if p.has(k.ScalarArgument))
+        # the plan's shape, as LoopLowering makes it: launches in order (no host loops), each
+        # of one work-item or of one per block
+        assert all(not isinstance(s, HostLoop) for s in exe.plan.steps)
+        assert all(not s.dims or len(s.dims) == 1 and isinstance(s.dims[0].stop, k.Sym)
+                   and s.dims[0].stop.symbol == self.nblocks for s in exe.plan.launches())
 
     def _map_buffer(self, values: np.ndarray) -> object:
         hit = self._maps.get(id(values))
@@ -197,12 +209,25 @@ class OpenCLParLoop:
         self._maps[id(values)] = (values, buf)
         return buf
 
+    def _blocks_buffer(self, parts: list[np.ndarray]) -> tuple[object, list[int]]:
+        """Every colour's blocks in one device buffer, and where each colour starts (in
+        elements); kept while the launcher passes the same (cached) colouring."""
+        if self._blocks is not None and self._blocks[0] is parts:
+            return self._blocks[1], self._blocks[2]
+        starts = [0]
+        for part in parts:
+            starts.append(starts[-1] + part.size)
+        flat = np.concatenate([p.reshape(-1) for p in parts]) if parts else np.zeros(0)
+        buf = ocl.to_device(self.rt, flat.astype(np.int64))[0].buffer
+        self._blocks = (parts, buf, starts)
+        return buf, starts
+
     def run(self, arrays: list[np.ndarray], maps: set[int], parts: list[np.ndarray]) -> int:
         """``arrays``: what the pointer parameters after the blocks take, in order (those
         at positions ``maps`` are maps); ``parts``: the blocks of each colour."""
         cl = ocl.pyopencl()
-        exe = self.exe
-        cl.enqueue_fill_buffer(self.rt.queue, exe.status_buf, np.int32(0), 0, 4)
+        exe, q = self.exe, self.rt.queue
+        cl.enqueue_fill_buffer(q, exe.status_buf, np.int32(0), 0, 4)
         env: dict[str, object] = {}
         back = []
         for i, (p, a) in enumerate(zip(self.pointers[1:], arrays)):
@@ -218,19 +243,54 @@ class OpenCLParLoop:
             env[sym.name] = self.staging.buffer(self.rt, ("scratch", sym.name),
                                                 size * sym.dtype.itemsize)
             env[offset_name(sym)] = 0
-        blocks = self.pointers[0]
-        nblocks = next(p for p in exe.plan.kernel.params if p.has(k.ScalarArgument))
+        env[self.blocks.name], starts = self._blocks_buffer(parts)
+        env[offset_name(self.blocks)] = 0
+        most = max((len(p) for p in parts), default=0)
+        group = exe.group
+        launches = []
+        for s in exe.plan.launches():
+            env[self.nblocks.name] = most
+            for part in s.partials:  # sized for the largest colour
+                groups = -(-most // group)
+                env[part.buffer.name] = self.staging.buffer(
+                    self.rt, ("partial", part.buffer.name),
+                    groups * part.size * part.buffer.dtype.itemsize)
+                env[offset_name(part.buffer)] = 0
+                env[part.groups.name] = groups
+            args: list[object] = []
+            changing: list[tuple[int, str]] = []  # (position, what): set per colour
+            for p in s.params:
+                if p.name == self.nblocks.name or p.name in {x.groups.name for x in s.partials}:
+                    changing.append((len(args), p.name))
+                args.append(_arg(p, env[p.name]))
+                if p.pointer:
+                    if p.name == self.blocks.name:
+                        changing.append((len(args), "@offset"))
+                    args.append(np.int64(env[offset_name(p)]))
+            for part in s.partials:
+                args.append(cl.LocalMemory(group * part.size * part.local.dtype.itemsize))
+            kern = exe.kernels[s.name]
+            kern.set_args(*args, exe.status_buf)
+            launches.append((s, kern, changing))
+        group_counts = {p.groups.name for s in exe.plan.launches() for p in s.partials}
         for i, part in enumerate(parts):
-            if not len(part):
+            count = len(part)
+            if not count:
                 continue
-            env[blocks.name] = ocl.to_device(self.rt, part, staging=self.staging,
-                                             slot=("blocks", i))[0].buffer
-            env[offset_name(blocks)] = 0
-            env[nblocks.name] = len(part)
-            exe._steps(exe.plan.steps, env)
+            size = -(-count // group) * group
+            value = {self.nblocks.name: np.int64(count), "@offset": np.int64(starts[i])}
+            for name in group_counts:
+                value[name] = np.int64(size // group)
+            for s, kern, changing in launches:
+                for pos, what in changing:
+                    kern.set_arg(pos, value[what])
+                if s.dims:
+                    cl.enqueue_nd_range_kernel(q, kern, (size,), (group,))
+                else:
+                    cl.enqueue_nd_range_kernel(q, kern, (1,), (1,))
         for view, host, a in back:
             ocl.from_device(self.rt, view, host, a)
-        cl.enqueue_copy(self.rt.queue, exe.status, exe.status_buf)  # waits for the launches
+        cl.enqueue_copy(q, exe.status, exe.status_buf)  # blocking: waits for the launches
         return int(exe.status[0])
 
 
