@@ -206,6 +206,74 @@ def test_parloop_inc_and_reductions(race, dtype, n_cells, n_nodes, seed):
     assert hi.data[0] == max([-1000, *vals])
 
 
+@sk.kernel
+def small_scatter(acc, x):
+    for i in range(2):
+        acc[i, 0] += x[0]
+
+
+@sk.kernel
+def small_reduce(x, total, lo, hi):
+    for j in range(3):
+        total[j] += x[0] * (j + 1)
+        lo[j] = min(lo[j], x[0] - j)
+        hi[j] = max(hi[j], x[0] + j)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float64"])
+def test_parloop_without_atomic_add_colours_and_reduces_over_many_groups(dtype):
+    """int8/uint16 have no atomic add here: race="atomic" colours instead. Without shared
+    writes, 3000 elements (47 work-groups of 64, a work-item each) reduce into 3-component
+    Globals through the groups' partials; int8 sums wrap as NumPy's do."""
+    rng = np.random.default_rng(3)
+    n, t = 3000, 37
+    conn = rng.integers(0, t, (n, 2))
+    vals = rng.integers(0, 100, n).astype(dtype)
+    cells, nodes = sk.Set(n), sk.Set(t)
+    acc = sk.Dat(nodes, dtype=dtype)
+    total = sk.Global(3, dtype=dtype)
+    lo, hi = sk.Global(3, [50, 50, 50], dtype=dtype), sk.Global(3, [7, 7, 7], dtype=dtype)
+    x = sk.Dat(cells, data=vals)
+    loop = sk.ParLoop(small_scatter, cells, acc(sk.INC, sk.Map(cells, nodes, 2, conn)),
+                      x(sk.READ), backend="opencl", race="atomic")
+    loop.compute()
+    sk.ParLoop(small_reduce, cells, x(sk.READ), total(sk.INC), lo(sk.MIN), hi(sk.MAX),
+               backend="opencl").compute()
+    expect = np.zeros(t, dtype)
+    with np.errstate(over="ignore"):
+        np.add.at(expect, conn.ravel(), np.repeat(vals, 2))
+        want_total = np.array([(vals * np.array(j + 1, dtype)).sum(dtype=dtype)
+                               for j in range(3)], dtype)
+        want_lo = np.minimum(50, np.array([(vals - np.array(j, dtype)).min() for j in range(3)]))
+        want_hi = np.maximum(7, np.array([(vals + np.array(j, dtype)).max() for j in range(3)]))
+    if dtype == "float64":
+        np.testing.assert_allclose(acc.data, expect, rtol=1e-12)
+        np.testing.assert_allclose(total.data, want_total, rtol=1e-12)
+    else:
+        np.testing.assert_array_equal(acc.data, expect)
+        np.testing.assert_array_equal(total.data, want_total)
+    np.testing.assert_array_equal(lo.data, want_lo.astype(dtype))
+    np.testing.assert_array_equal(hi.data, want_hi.astype(dtype))
+    text = loop.generate()
+    assert ("sk_atomic_add_f64(" in text) == (dtype == "float64")
+
+
+def test_parloop_source_is_the_loop_lowering_through_the_platform():
+    """The ParLoop program is LoopLowering's loop as a launch plan: the kernel as a function
+    on private arrays, a work-item per block, the Globals' work-group tree and the launch
+    folding the groups' partials."""
+    cells, nodes = sk.Set(10), sk.Set(4)
+    m = sk.Map(cells, nodes, 3, np.arange(30).reshape(10, 3) % 4)
+    total, lo, hi = (sk.Global(1) for _ in range(3))
+    text = sk.ParLoop(scatter, cells, sk.Dat(nodes)(sk.INC, m), sk.Dat(cells)(sk.READ),
+                      total(sk.INC), lo(sk.MIN), hi(sk.MAX), backend="opencl").generate()
+    assert "/* Host steps:" in text and "b in [0, nblocks)" in text
+    assert "static inline int sk_scatter_kernel(double *restrict acc_" in text
+    assert "barrier(CLK_LOCAL_MEM_FENCE);" in text and "__local double *r2_group" in text
+    assert "r2_partial[" in text and "r2_groups" in text
+    assert "sk_atomic_add" not in text  # coloured
+
+
 def test_parloop_generate_is_opencl_and_c_kernels_are_refused():
     cells = sk.Set(4)
     d = sk.Dat(cells)
