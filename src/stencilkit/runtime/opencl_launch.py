@@ -190,6 +190,7 @@ class OpenCLParLoop:
         self.rt = exe.rt
         self._maps: dict[int, tuple[object, object]] = {}  # id(values) -> (values, buffer)
         self._blocks: tuple[object, object, list[int]] | None = None  # (parts, buffer, starts)
+        self._elements: tuple[int, list[np.ndarray]] | None = None
         self.staging = ocl.Staging()
         params = exe.plan.kernel.params
         self.pointers = [p for p in params if p.pointer]
@@ -200,6 +201,15 @@ class OpenCLParLoop:
         assert all(not isinstance(s, HostLoop) for s in exe.plan.steps)
         assert all(not s.dims or len(s.dims) == 1 and isinstance(s.dims[0].stop, k.Sym)
                    and s.dims[0].stop.symbol == self.nblocks for s in exe.plan.launches())
+
+    def element_blocks(self, n: int) -> list[np.ndarray]:
+        """A block per element (no colouring), the same list while ``n`` is (so that its
+        device copy is kept)."""
+        from .parloop_blocks import even_blocks
+
+        if self._elements is None or self._elements[0] != n:
+            self._elements = (n, [even_blocks(n, 1)])
+        return self._elements[1]
 
     def _map_buffer(self, values: np.ndarray) -> object:
         hit = self._maps.get(id(values))
@@ -296,7 +306,7 @@ class OpenCLParLoop:
 
 def run_parloop(loop, fn: OpenCLParLoop) -> None:
     """The ParLoop launcher: the loop's data, maps and (when colouring) blocks by colour."""
-    from .parloop_blocks import coloring, even_blocks
+    from .parloop_blocks import coloring
 
     arrays: list[np.ndarray] = []
     maps: set[int] = set()
@@ -311,6 +321,6 @@ def run_parloop(loop, fn: OpenCLParLoop) -> None:
     # built with colouring (race "color", or "atomic" where an element type has no atomic
     # add): blocks by colour; else a block per element, all at once
     shared = loop.race_mode() != "none"
-    parts = coloring(loop) if fn.race == "color" and shared else [
-        even_blocks(loop.iterset.size, 1)]
+    parts = coloring(loop) if fn.race == "color" and shared else fn.element_blocks(
+        loop.iterset.size)
     loop.check_status(fn.run(arrays, maps, parts))
