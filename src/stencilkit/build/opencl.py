@@ -134,5 +134,5 @@ def build_parloop(name: str, typed, specs, src, race: str):
                             race == "atomic", kf.uses_error_flag, private=True).lower()
     dump("kernel", f"{name} loop", kernel_ir_text(loop))
     plan = platform.plan(loop)
-    source = printer.program_source(plan, (kf,))
+    source = printer.program_source(plan, (kf,), offsets=False)
     return source, OpenCLParLoop(Executable(plan, source, name), race)

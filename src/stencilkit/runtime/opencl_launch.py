@@ -178,9 +178,10 @@ class OpenCLPointCall(PointCall):
 class OpenCLParLoop:
     """Runs the launch plan of a ParLoop's loop (``LoopLowering`` -> OpenCL platform): Dats,
     Globals and maps copied to the device once per call (maps once per Map version, the
-    blocks of every colour once per colouring, in one buffer), the plan run once per colour
-    (blocks of elements; one element per block without colouring), written data copied
-    back. A colour changes only the launches' block count, block offset and group counts:
+    blocks of every colour once per colouring), the plan run once per colour (blocks of
+    elements; one element per block without colouring), written data copied back. Its
+    program takes buffers without offsets (``program_source(offsets=False)``). A colour
+    changes only the launches' block count, blocks and group counts:
     their other arguments are set once per call (colourings of many small colours spend
     their time in these host calls)."""
 
@@ -189,7 +190,7 @@ class OpenCLParLoop:
         self.race = race  # "color": the launcher colours; else blocks of one element
         self.rt = exe.rt
         self._maps: dict[int, tuple[object, object]] = {}  # id(values) -> (values, buffer)
-        self._blocks: tuple[object, object, list[int]] | None = None  # (parts, buffer, starts)
+        self._blocks: tuple[object, list[object]] | None = None  # (parts, device copies)
         self._elements: tuple[int, list[np.ndarray]] | None = None
         self.staging = ocl.Staging()
         params = exe.plan.kernel.params
@@ -219,18 +220,15 @@ class OpenCLParLoop:
         self._maps[id(values)] = (values, buf)
         return buf
 
-    def _blocks_buffer(self, parts: list[np.ndarray]) -> tuple[object, list[int]]:
-        """Every colour's blocks in one device buffer, and where each colour starts (in
-        elements); kept while the launcher passes the same (cached) colouring."""
+    def _blocks_buffers(self, parts: list[np.ndarray]) -> list[object]:
+        """Each colour's blocks on the device; kept while the launcher passes the same
+        (cached) colouring."""
         if self._blocks is not None and self._blocks[0] is parts:
-            return self._blocks[1], self._blocks[2]
-        starts = [0]
-        for part in parts:
-            starts.append(starts[-1] + part.size)
-        flat = np.concatenate([p.reshape(-1) for p in parts]) if parts else np.zeros(0)
-        buf = ocl.to_device(self.rt, flat.astype(np.int64))[0].buffer
-        self._blocks = (parts, buf, starts)
-        return buf, starts
+            return self._blocks[1]
+        bufs = [ocl.to_device(self.rt, np.ascontiguousarray(p, np.int64))[0].buffer
+                for p in parts]
+        self._blocks = (parts, bufs)
+        return bufs
 
     def run(self, arrays: list[np.ndarray], maps: set[int], parts: list[np.ndarray]) -> int:
         """``arrays``: what the pointer parameters after the blocks take, in order (those
@@ -248,35 +246,30 @@ class OpenCLParLoop:
                 env[p.name] = view.buffer
                 if not p.has(k.ReadOnly):
                     back.append((view, host, a))
-            env[offset_name(p)] = 0
         for sym, size in zip(exe.plan.scratch, exe.plan.scratch_sizes):
             env[sym.name] = self.staging.buffer(self.rt, ("scratch", sym.name),
                                                 size * sym.dtype.itemsize)
-            env[offset_name(sym)] = 0
-        env[self.blocks.name], starts = self._blocks_buffer(parts)
-        env[offset_name(self.blocks)] = 0
+        blocks = self._blocks_buffers(parts)
+        env[self.blocks.name] = blocks[0] if blocks else None
         most = max((len(p) for p in parts), default=0)
         group = exe.group
         launches = []
-        for s in exe.plan.launches():
+        for s in exe.plan.launches() if most else ():
             env[self.nblocks.name] = most
             for part in s.partials:  # sized for the largest colour
                 groups = -(-most // group)
                 env[part.buffer.name] = self.staging.buffer(
                     self.rt, ("partial", part.buffer.name),
                     groups * part.size * part.buffer.dtype.itemsize)
-                env[offset_name(part.buffer)] = 0
                 env[part.groups.name] = groups
             args: list[object] = []
             changing: list[tuple[int, str]] = []  # (position, what): set per colour
-            for p in s.params:
+            for p in s.params:  # pointers without offsets (codegen.opencl: offsets=False)
                 if p.name == self.nblocks.name or p.name in {x.groups.name for x in s.partials}:
                     changing.append((len(args), p.name))
+                if p.name == self.blocks.name:
+                    changing.append((len(args), self.blocks.name))
                 args.append(_arg(p, env[p.name]))
-                if p.pointer:
-                    if p.name == self.blocks.name:
-                        changing.append((len(args), "@offset"))
-                    args.append(np.int64(env[offset_name(p)]))
             for part in s.partials:
                 args.append(cl.LocalMemory(group * part.size * part.local.dtype.itemsize))
             kern = exe.kernels[s.name]
@@ -288,7 +281,7 @@ class OpenCLParLoop:
             if not count:
                 continue
             size = -(-count // group) * group
-            value = {self.nblocks.name: np.int64(count), "@offset": np.int64(starts[i])}
+            value = {self.nblocks.name: np.int64(count), self.blocks.name: blocks[i]}
             for name in group_counts:
                 value[name] = np.int64(size // group)
             for s, kern, changing in launches:
