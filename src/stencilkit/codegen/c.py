@@ -141,25 +141,29 @@ _COMPLEX_HELPERS = {
     "isfinite": "static inline bool sk_isfinite_$S($T a) "
                 "{ return isfinite(creal(a)) && isfinite(cimag(a)); }",
 }
-_INDEX_HELPERS = """\
-static inline int64_t sk_checked_offset(int64_t x, int64_t lo, int64_t hi, int *err) {
-    if (x < lo || x > hi) {  /* outside the declared neighbourhood: never read out of bounds */
-        #pragma omp atomic write
-        *err = 1;
-        return 0;
-    }
-    return x;
-}
-static inline int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
-    if (x < 0) x += n;
-    if (x < 0 || x >= n) {
-        #pragma omp atomic write
-        *err = 2;
-        return 0;
-    }
-    return x;
-}
-"""
+def index_helpers(qualifier: str = "static inline", shared_status: bool = True) -> str:
+    """The run-time index checks every C-family backend prints: they clamp and report instead
+    of reading out of bounds. ``shared_status``: the status is shared by OpenMP threads (C),
+    so it is written atomically; a GPU thread's status is its own variable."""
+    store = "        #pragma omp atomic write\n" if shared_status else ""
+    return (
+        f"{qualifier} int64_t sk_checked_offset(int64_t x, int64_t lo, int64_t hi, int *err) {{\n"
+        "    if (x < lo || x > hi) {  /* outside the declared neighbourhood */\n"
+        f"{store}        *err = 1;\n"
+        "        return 0;\n"
+        "    }\n"
+        "    return x;\n"
+        "}\n"
+        f"{qualifier} int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {{\n"
+        "    if (x < 0) x += n;\n"
+        "    if (x < 0 || x >= n) {\n"
+        f"{store}        *err = 2;\n"
+        "        return 0;\n"
+        "    }\n"
+        "    return x;\n"
+        "}\n")
+
+
 
 
 # Float to integer as LLVM's fptosi lowers on x86-64 (what Numba gives): NaN and values
@@ -210,7 +214,7 @@ class CPrinter(CFamilyPrinter):
         return self.function_text(self.kernel)
 
     def prelude(self) -> str:
-        parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", _INDEX_HELPERS, _TEAM_SIZE]
+        parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", index_helpers(), _TEAM_SIZE]
         for op, t in sorted(self.helpers, key=lambda h: (h[0], str(h[1]))):
             src = helper_source(op, t)
             if src:

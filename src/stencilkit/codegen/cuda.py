@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir import kernel as k
 from ..passes.platforms.cuda import STATUS_POINTER, Launch, LaunchPlan, grid_index
-from .c import helper_source
+from .c import helper_source, index_helpers
 from .cfamily import CFamilyPrinter
 
 PRELUDE = """\
@@ -50,15 +50,7 @@ typedef unsigned long long uint64_t;
 #define SK_DEVICE __device__ __forceinline__
 
 /* the index checks of the C backend: the status is the thread's own variable */
-SK_DEVICE int64_t sk_checked_offset(int64_t x, int64_t lo, int64_t hi, int *err) {
-    if (x < lo || x > hi) { *err = 1; return 0; }
-    return x;
-}
-SK_DEVICE int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
-    if (x < 0) x += n;
-    if (x < 0 || x >= n) { *err = 2; return 0; }
-    return x;
-}
+""" + index_helpers("SK_DEVICE", shared_status=False) + """
 
 /* atomics: native adds (double needs sm_60+), min/max of floats by compare-and-swap */
 SK_DEVICE void sk_atomic_add_f64(double *p, double v) { atomicAdd(p, v); }

@@ -17,6 +17,7 @@ from .. import dtypes
 from ..ir import kernel as k
 from ..passes.platforms.opencl import OPENCL_PLATFORM, Launch, LaunchPlan
 from . import c as cgen
+from .c import index_helpers
 from .cfamily import CFamilyPrinter
 
 STATUS = "sk_status"
@@ -42,22 +43,8 @@ typedef ulong uint64_t;
 #define fmodf fmod
 #define floorf floor
 #define copysignf copysign
-static inline int64_t sk_checked_offset(int64_t x, int64_t lo, int64_t hi, int *err) {
-    if (x < lo || x > hi) {  /* outside the declared neighbourhood: never read out of bounds */
-        *err = 1;
-        return 0;
-    }
-    return x;
-}
-static inline int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
-    if (x < 0) x += n;
-    if (x < 0 || x >= n) {
-        *err = 2;
-        return 0;
-    }
-    return x;
-}
 """
+PRELUDE += index_helpers(shared_status=False)  # a work-item's status is its own
 
 
 #: atomic adds of ``AtomicUpdate`` (passes.platforms.opencl), defined when a kernel uses one:
