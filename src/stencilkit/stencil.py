@@ -118,6 +118,10 @@ class PointStencil:
         self._neighborhood: Neighborhood | None = self.explicit_neighborhood
         self._parsed: tuple[d.PointKernel, SourceFunction] | None = None
         self._specs: dict[tuple, PointCall] = {}
+        # The C specialization of the latest call with out= whose arrays all have a unit last
+        # stride, and the exact argument types (and dtype objects) of that call: the next
+        # call with the same types goes straight to its entry (``codegen.c.exact_entry``).
+        self._exact: tuple[PointCall, tuple] | None = None
         self._last: tuple[str, pipeline.TypedPointKernel, str] | None = None
 
     def __reduce__(self):
@@ -165,6 +169,15 @@ class PointStencil:
         if kwargs:
             raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
                                 stencil=self.__name__, hint="only out= may be passed by name")
+        exact = self._exact
+        if exact is not None and out is not None:
+            call = exact[0]
+            try:
+                status = call.exact(exact[1], *args, out, call.has_cval, call.cval)
+            except (TypeError, ValueError, BufferError, OverflowError):
+                pass  # other types, or a refusal: the keyed path below decides and reports
+            else:
+                return call._after(status, args, out) if status else out
         try:
             # The signature: (dtype, ndim, unit last stride) per array, the type of a scalar.
             key = tuple([(a.dtype, a.ndim, a.strides[-1] == a.itemsize)
@@ -179,6 +192,13 @@ class PointStencil:
             return self._first_call(args, out)
         if out is None or type(call) is not PointCall:  # subclasses check in Python
             return call(args, out)
+        if call.exact is not None and out.strides[-1] == out.itemsize and \
+                all(k[2] if type(k) is tuple else type(k) is not str for k in key):
+            # not for an int outside int64 (its key is a string): its specialization converts
+            # differently, and the type alone (int) would not tell the two apart
+            self._exact = (call, tuple(x for a in (*args, out, call.has_cval, call.cval)
+                                       for x in (type(a), a.dtype if type(a) is np.ndarray
+                                                 else None)))
         # A C entry point with the caller's out, called here rather than through
         # PointCall.__call__ (one Python frame less per call): it checks the arguments itself
         # before running anything, so on a refusal the PointCall runs it again and reports.

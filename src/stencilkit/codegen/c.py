@@ -282,6 +282,11 @@ def translation_unit(sections: tuple[tuple[str, k.KernelFunction | str], ...]) -
 # ---------------------------------------------------------------- CPython entry point
 
 
+# Part of the cache key of point-kernel modules: bumped when the wrapper's functions change,
+# so that a module built by an older version (without ``call_exact``) is never loaded.
+WRAPPER_VERSION = "point-wrapper-2"
+
+
 @dataclass(frozen=True)
 class WrapperArg:
     """One Python-level argument of the entry point."""
@@ -295,10 +300,13 @@ class WrapperArg:
 
 
 def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], module: str,
-                   stencil: str, checks: tuple[tuple[str, str], ...] = ()) -> str:
-    """``checks`` are extra (C condition that must hold, message) pairs; the condition may
-    use ``vN`` (the buffer of argument N) and ``sN`` (the value of scalar argument N)."""
-    """A CPython extension module with one METH_FASTCALL function ``call(*args)``."""
+                   stencil: str, checks: tuple[tuple[str, str], ...] = (),
+                   exact: bool = False) -> str:
+    """A CPython extension module with the METH_FASTCALL function ``call(*args)``.
+
+    ``checks`` are extra (C condition that must hold, message) pairs; the condition may
+    use ``vN`` (the buffer of argument N) and ``sN`` (the value of scalar argument N).
+    ``exact`` adds ``call_exact(expected, *args)`` (see ``exact_entry``)."""
     n = len(args)
     lines = ["", "#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "",
              "static PyObject *sk_fail(Py_buffer *views, int nviews, const char *msg) {",
@@ -384,19 +392,62 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
     lines += ["    int status;", "    Py_BEGIN_ALLOW_THREADS",
               f"    status = {kernel.name}({', '.join(call_args)});", "    Py_END_ALLOW_THREADS",
               "    for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]);",
-              "    return PyLong_FromLong(status);", "}", module_footer(module)]
+              "    return PyLong_FromLong(status);", "}"]
+    if exact:
+        lines.append(exact_entry(args))
+    lines.append(module_footer(module, exact))
     return "\n".join(lines)
 
 
-def module_footer(module: str) -> str:
-    """The module definition around ``sk_call`` (METH_FASTCALL)."""
+def exact_entry(args: tuple[WrapperArg, ...]) -> str:
+    """``call_exact(expected, *args)``: ``call(*args)`` when every argument's type is exactly
+    ``expected[2*i]`` and each array's dtype object is ``expected[2*i + 1]``; a TypeError
+    otherwise, before anything runs.
+
+    Why: the Python call path picks a specialization by a signature key (dtype, ndim, unit
+    stride per array, the type per scalar) that costs more than a small kernel's run. With
+    the types of the latest call checked here in a few pointer compares, the key is needed
+    only when they differ; ``call`` itself checks ndim, strides, shapes and overlap as always.
+    NumPy's dtype objects of the built-in types are singletons, so the identity compare is
+    exact for them; any other dtype object only makes the caller take the keyed path."""
+    n = len(args)
+    lines = ["", "static PyObject *sk_dtype_name;", "",
+             "static PyObject *sk_call_exact(PyObject *self, PyObject *const *args, "
+             "Py_ssize_t nargs) {",
+             f"    if (nargs != {n + 1} || !PyTuple_CheckExact(args[0]) || "
+             f"PyTuple_GET_SIZE(args[0]) != {2 * n}) goto differ;",
+             "    PyObject *const *x = args + 1;", "    PyObject *dt;", "    int same;"]
+    for i, a in enumerate(args):
+        lines.append(f"    if ((PyObject *)Py_TYPE(x[{i}]) != PyTuple_GET_ITEM(args[0], {2 * i})) "
+                     "goto differ;")
+        if a.ndim > 0:
+            lines += [f"    dt = PyObject_GetAttr(x[{i}], sk_dtype_name);",
+                      "    if (dt == NULL) return NULL;",
+                      f"    same = dt == PyTuple_GET_ITEM(args[0], {2 * i + 1});",
+                      "    Py_DECREF(dt);", "    if (!same) goto differ;"]
+    lines += [f"    return sk_call(self, x, {n});", "differ:",
+              "    PyErr_SetString(PyExc_TypeError, \"the argument types differ from this "
+              "specialization's\");", "    return NULL;", "}"]
+    return "\n".join(lines)
+
+
+def module_footer(module: str, exact: bool = False) -> str:
+    """The module definition around ``sk_call`` (METH_FASTCALL), and ``sk_call_exact``."""
+    methods = ["    {\"call\", (PyCFunction)(void (*)(void))sk_call, METH_FASTCALL, NULL},"]
+    init = f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&sk_module); }}"
+    if exact:
+        methods.append("    {\"call_exact\", (PyCFunction)(void (*)(void))sk_call_exact, "
+                       "METH_FASTCALL, NULL},")
+        init = "\n".join([
+            f"PyMODINIT_FUNC PyInit_{module}(void) {{",
+            "    sk_dtype_name = PyUnicode_InternFromString(\"dtype\");",
+            "    if (sk_dtype_name == NULL) return NULL;",
+            "    return PyModule_Create(&sk_module);", "}"])
     return "\n".join([
-        "", "static PyMethodDef sk_methods[] = {",
-        "    {\"call\", (PyCFunction)(void (*)(void))sk_call, METH_FASTCALL, NULL},",
+        "", "static PyMethodDef sk_methods[] = {", *methods,
         "    {NULL, NULL, 0, NULL}", "};",
         f"static struct PyModuleDef sk_module = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, "
-        "sk_methods};",
-        f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&sk_module); }}", ""])
+        "sk_methods};", init, ""])
 
 
 def _scalar_conversion(i: int, a: WrapperArg) -> list[str]:

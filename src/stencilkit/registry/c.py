@@ -58,11 +58,12 @@ class CBackend(Backend):
                         f"'{a.name}' is empty, so every read of it is out of range")
                        for i, a in enumerate(wrapper_args) if a.role == "standard"
                        and a.ndim > 0 and a.name in kernel.standard)
-        k = cache.key("c-point", repr(pipeline.POINT_PIPELINE), source, tc.identity,
+        k = cache.key("c-point", c_codegen.WRAPPER_VERSION, repr(pipeline.POINT_PIPELINE),
+                      source, tc.identity,
                       repr(wrapper_args), repr(checks))
         module = module_name(k)
         full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name,
-                                                 checks)
+                                                 checks, exact=True)
         return source, build_extension(k, full, kernel.name)
 
     def computation_key(self, fields, defn):

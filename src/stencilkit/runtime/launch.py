@@ -26,14 +26,16 @@ STATUS_OVERLAP = 3
 class PointCall:
     """Runs one specialization of a point kernel through a C entry point."""
 
-    __slots__ = ("entry", "out_dtype", "cval", "has_cval", "name", "loc", "array_positions",
-                 "relative_positions", "source")
+    __slots__ = ("entry", "exact", "out_dtype", "cval", "has_cval", "name", "loc",
+                 "array_positions", "relative_positions", "source")
 
     def __init__(self, entry: Callable[..., int], out_dtype: np.dtype, cval: object,
                  has_cval: bool, name: str, loc: Location | None, *,
                  array_positions: tuple[int, ...], relative_positions: tuple[int, ...],
                  source: str) -> None:
         self.entry = entry
+        # ``call_exact`` of a C entry's module (``codegen.c.exact_entry``), else None
+        self.exact = getattr(getattr(entry, "__self__", None), "call_exact", None)
         self.out_dtype = out_dtype
         self.cval = cval
         self.has_cval = has_cval

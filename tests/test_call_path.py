@@ -1,0 +1,158 @@
+"""The point-kernel call path: the exact-types entry of the latest specialization.
+
+A call whose argument types (and dtype objects) are exactly those of the previous call with
+``out=`` goes straight to the C entry's ``call_exact`` without computing the signature key.
+These tests alternate signatures that share everything the C entry itself checks (ndim,
+item size, strides) so that taking the wrong specialization would give other numbers: each
+result is compared with the "numpy" backend's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit.errors import ArgumentError
+
+
+def _needs_c():
+    status = sk.backends()["c"]
+    if not status.available:
+        pytest.skip(f"backend c: {status.reason}")
+
+
+def scaled_sum(a, s):
+    return a[-1] * s + a[1] - a[0]
+
+
+def lap2(a):
+    return a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1] - 4 * a[0, 0]
+
+
+class _CountingSpecs(dict):
+    """The stencil's specialization table, counting lookups (the keyed path)."""
+
+    lookups = 0
+
+    def get(self, key, default=None):
+        type(self).lookups += 1
+        return super().get(key, default)
+
+
+def _pair(func):
+    return sk.stencil(func, backend="c"), sk.stencil(func, backend="numpy")
+
+
+def test_the_exact_path_is_taken_and_skips_the_key():
+    _needs_c()
+    st, _ = _pair(lap2)
+    a = np.random.default_rng(0).random((20, 30))
+    out = np.zeros_like(a)
+    st(a, out=out)
+    st(a, out=out)
+    assert st._exact is not None, "a unit-stride call with out= binds the exact path"
+    specs = _CountingSpecs(st._specs)
+    st._specs = specs
+    _CountingSpecs.lookups = 0
+    for _ in range(5):
+        st(a, out=out)
+    assert _CountingSpecs.lookups == 0
+    f32 = a.astype(np.float32)
+    st(f32, out=out)  # other types: the keyed path (and a build)
+    assert _CountingSpecs.lookups >= 1
+    st(f32, out=out)  # the keyed path finds it and binds it
+    _CountingSpecs.lookups = 0
+    st(f32, out=out)
+    assert _CountingSpecs.lookups == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.complex64, np.uint64])
+def test_alternating_same_itemsize_dtypes(dtype):
+    """float64, int64, uint64 and complex64 all have 8-byte items: only the dtype tells the
+    specializations apart, and the C entry does not see it."""
+    _needs_c()
+    ours, ref = _pair(lap2)
+    rng = np.random.default_rng(1)
+    base = rng.integers(-50, 50, (9, 11))
+    arrays = [base.astype(np.float64), base.astype(dtype), base.astype(np.float64) + 0.5,
+              base.astype(dtype)]
+    for a in arrays * 2:
+        out_dtype = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+        got = np.zeros(a.shape, out_dtype)
+        want = np.zeros(a.shape, out_dtype)
+        ours(a, out=got)
+        ref(a, out=want)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_alternating_scalar_types():
+    """int, float, bool and NumPy scalars, and ints beyond int64 (typed uint64): each call
+    computes with the type of its own scalar."""
+    _needs_c()
+    ours, ref = _pair(scaled_sum)
+    a = np.arange(-8, 9, dtype=np.int64)
+    scalars = [3, 2.5, True, -4, np.float32(1.5), 2**63 + 5, -7, np.int8(-3), 2**63 + 5, 1]
+    for s in scalars * 2:
+        got = np.zeros(a.shape, np.float64)
+        want = np.zeros(a.shape, np.float64)
+        ours(a, s, out=got)
+        ref(a, s, out=want)
+        np.testing.assert_array_equal(got, want, err_msg=f"scalar {s!r}")
+
+
+def test_layouts_subclasses_and_byte_order_after_binding():
+    _needs_c()
+    ours, ref = _pair(lap2)
+    rng = np.random.default_rng(2)
+    a = rng.random((12, 14))
+    out = np.zeros_like(a)
+    ours(a, out=out)
+    ours(a, out=out)  # bound
+    cases = [
+        a[:, ::2],                                   # non-unit last stride
+        a.T,                                         # transposed
+        a.astype(a.dtype.newbyteorder(">")),          # non-native byte order
+        np.ma.masked_array(a, mask=a > 0.5),         # an ndarray subclass
+        np.asfortranarray(a),
+        a,
+    ]
+    for x in cases:
+        got = np.zeros(x.shape)
+        want = np.zeros(x.shape)
+        ours(x, out=got)
+        ref(np.asarray(x), out=want)
+        np.testing.assert_array_equal(got, want)
+    # misaligned input (a view one byte into a buffer) and out overlapping the input
+    raw = np.zeros(a.size * 8 + 1, np.uint8)
+    mis = raw[1:].view(np.float64).reshape(a.shape)
+    mis[...] = a
+    got, want = np.zeros_like(a), np.zeros_like(a)
+    ours(mis, out=got)
+    ref(a, out=want)
+    np.testing.assert_array_equal(got, want)
+    b = a.copy()
+    ours(b, out=b)  # out is the input: computed from a copy; the border keeps its values
+    want = a.copy()
+    ref(a, out=want)
+    np.testing.assert_array_equal(b, want)
+
+
+def test_errors_after_binding_are_the_keyed_paths_errors():
+    _needs_c()
+    ours, _ = _pair(lap2)
+    a = np.random.default_rng(3).random((10, 10))
+    out = np.zeros_like(a)
+    ours(a, out=out)
+    ours(a, out=out)
+    with pytest.raises(ArgumentError, match="shape"):
+        ours(a, out=np.zeros((10, 11)))
+    with pytest.raises(ArgumentError):
+        ours(a, out=np.zeros((10, 10), np.float64)[::-1, ::-1].copy()[None])
+    with pytest.raises(ArgumentError, match="keyword"):
+        ours(a, out=out, bogus=1)
+    read_only = np.zeros_like(a)
+    read_only.flags.writeable = False
+    with pytest.raises(ArgumentError):
+        ours(a, out=read_only)
+    np.testing.assert_array_equal(ours(a, out=out), out)  # and the exact path still works
