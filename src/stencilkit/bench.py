@@ -489,6 +489,11 @@ def case_tridiag(n: int, nk: int, repeats: int) -> dict:
         hand()
         _same(f"hand-c tridiag ({layout})", work[layout][3], want)
         fns[f"hand-c-{layout}"] = hand
+    fresh("c-order")
+    columns = bench_handc.tridiag(*work["c-order"], columns=True)
+    columns()
+    _same("hand-c tridiag (c-order, one column at a time)", work["c-order"][3], want)
+    fns["hand-c-c-order-columns"] = columns
     nb = _numba()
     if nb is not None:
         fns["numba-njit-parallel"] = lambda: defs.tridiag_numba(*work["c-order"])

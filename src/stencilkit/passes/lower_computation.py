@@ -13,7 +13,9 @@ multistage:
   stage of the multistage fused into one body; temporaries read only at zero offset inside
   the multistage are registers (locals), not arrays; with K contiguous, blocks of columns
   are jammed under the K loop, and temporaries read only in the column are per-thread
-  column buffers;
+  column buffers, level-major so that the loop over the block's columns vectorizes; with
+  ``stage_columns``, the fields the group touches only in their own column are copied into
+  such buffers too (and the written ones back) around each block's sweeps;
 - "planes": one ``ParallelRegion``; for each K level in order and each stage, a loop over
   the plane shared among the region's threads (its implicit barrier orders the stages).
 """
@@ -153,7 +155,7 @@ class ComputationLowering(PointLowering):
     """Reuses the point-kernel expression lowering; accesses become origin-relative loads."""
 
     def __init__(self, defn: c.ComputationDef, sched: Schedule, layout: dict[str, int | None],
-                 src: SourceFunction) -> None:
+                 src: SourceFunction, *, stage_columns: bool = False) -> None:
         dummy = d.PointKernel(defn.name, (), (), ndim=3, return_type=dtypes.FLOAT64)
         super().__init__(dummy, ((0, 0),) * 3, None, src.line_text,  # type: ignore[arg-type]
                          src.filename.rsplit("/", 1)[-1])
@@ -164,6 +166,10 @@ class ComputationLowering(PointLowering):
         self.columns = column_temporaries(defn, sched, self.loop_order()[-1] == 2,
                                           self.registers)
         self.column_buffers: dict[str, k.Buffer] = {}
+        # Fields copied into column buffers around each block (stage_columns): the symbol
+        # holding the lowest level the buffer keeps
+        self.stage_columns = stage_columns
+        self.staged: dict[str, k.Symbol] = {}
         self.jam_start: k.Expr | None = None  # first column of the jammed block
         self.axes: dict[str, str] = {f.name: f.axes for f in defn.fields}
         self.data_dims = {f.name: f.data_dims for f in defn.fields if f.data_dims}
@@ -232,6 +238,15 @@ class ComputationLowering(PointLowering):
         return self.column_buffers.get(name) or self.buffers[name]
 
     def index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
+        if name in self.staged:  # (column within the jammed block, level - lowest level)
+            assert self.jam_start is not None
+            inner = self.loop_order()[1]
+            return (_op("-", _sym(self.counters[inner]), self.jam_start),
+                    _op("-", _op("+", _sym(self.counters[2]), _const(off[2])),
+                        _sym(self.staged[name])))
+        return self.field_index(name, off)
+
+    def field_index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
         if name in self.columns:  # (column within the jammed block, level)
             assert self.jam_start is not None
             jb = self.jam_start
@@ -340,12 +355,20 @@ class ComputationLowering(PointLowering):
                 span = _op("+", _sym(self.domain[2]), _const(below + above))
                 base = self.ctx.user_symbol(f"{t}_column", dict(self.defn.temporaries)[t],
                                             pointer=True)
+                # level-major: the block's columns of one level are contiguous
                 buf = k.Buffer(t, base.dtype, base, (_const(COLUMN_BLOCK), span),
-                               (span, _const(1)))
+                               (_const(1), _const(COLUMN_BLOCK)))
                 self.column_buffers[t] = buf
                 arrays.append(k.DeclareArray(buf, k.Op("*", (_const(COLUMN_BLOCK), span),
                                                       dtype=k.INDEX)))
             self.jam_start = _sym(jb)
+            outer, inner_axis = order
+            start, stop = self.horizontal_range(inner_axis, ext)
+            block_end = k.MathCall("min", (_op("+", _sym(jb), _const(COLUMN_BLOCK)), stop),
+                                   dtype=k.INDEX)
+            staged = self.staged_fields(group, stages, ext)
+            stage_in, stage_out = self.stage_copies(staged, written, inner_axis, _sym(jb),
+                                                    block_end)
         per_level: list[k.Stmt] = []
         for _, ms in group:
             for isched in ms.intervals:
@@ -367,12 +390,11 @@ class ComputationLowering(PointLowering):
         if unit_k:
             # Unroll and jam: K outside a block of columns, so that the block's independent
             # recurrences overlap instead of waiting on one column's latency chain.
-            outer, inner_axis = order
-            start, stop = self.horizontal_range(inner_axis, ext)
-            block_end = k.MathCall("min", (_op("+", _sym(jb), _const(COLUMN_BLOCK)), stop),
-                                   dtype=k.INDEX)
             body = tuple(self.jam_levels(stmt, inner_axis, _sym(jb), block_end) for stmt in body)
-            body = (k.Loop(jb, start, stop, _const(COLUMN_BLOCK), tuple(arrays) + body),)
+            body = (k.Loop(jb, start, stop, _const(COLUMN_BLOCK),
+                           tuple(arrays) + stage_in + body + stage_out),)
+            for f in staged:  # the next group reads the fields themselves
+                del self.staged[f], self.column_buffers[f]
             o_start, o_stop = self.horizontal_range(outer, ext)
             body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
                            parallel=k.Parallel()),)
@@ -382,6 +404,95 @@ class ComputationLowering(PointLowering):
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
                            parallel=k.Parallel() if depth == 0 else None),)
         return k.Section(title, body)
+
+    def staged_fields(self, group: list[tuple[int, MultiStage]], stages: list[Stage],
+                      ext: c.Extent) -> list[str]:
+        """The 3-D fields, K contiguous, that the group reads and writes only in the column
+        being computed, when every stage covers every column of the group (so that the
+        copies touch only what the stages touch)."""
+        if not self.stage_columns or any(st.extent != ext for st in stages):
+            return []
+        varying = {a.field for a in variable_k_reads(self.defn)}
+        own_column: dict[str, bool] = {}
+        for st in stages:
+            for unit in st.units:
+                for acc in reads(unit):
+                    own_column[acc.field] = own_column.get(acc.field, True) and \
+                        offsets(acc)[:2] == (0, 0)
+                for t in writes(unit):
+                    own_column.setdefault(t, True)
+        fields = {f.name: f for f in self.defn.fields}
+        return sorted(n for n, ok in own_column.items()
+                      if ok and n in fields and fields[n].axes == "IJK"
+                      and not fields[n].data_dims and n not in varying
+                      and self.layout.get(n) == 2)
+
+    def stage_copies(self, staged: list[str], written: set[str], axis: int, start: k.Expr,
+                     stop: k.Expr) -> tuple[tuple[k.Stmt, ...], tuple[k.Stmt, ...]]:
+        """Per staged field: its level range and buffer, then one loop over the block's
+        columns copying each field's column in (contiguous reads), and one copying the
+        written fields back. Fields with one level range share one loop over the levels."""
+        kc, jc = self.counters[2], self.counters[axis]
+        dtype = {f.name: f.dtype for f in self.defn.fields}
+        decls: list[k.Stmt] = []
+        ranges: dict[tuple[k.Expr, k.Expr], list[str]] = {}
+        for f in staged:
+            ranges.setdefault(self.staged_levels(f), []).append(f)
+        ins: list[k.Stmt] = []
+        outs: list[k.Stmt] = []
+        for (lo, hi), names in ranges.items():
+            lo_s = self.ctx.symbol(f"{names[0]}_lo", k.INDEX)
+            hi_s = self.ctx.symbol(f"{names[0]}_hi", k.INDEX)
+            decls += [k.Declare(lo_s, lo), k.Declare(hi_s, hi)]
+            span = _op("-", _sym(hi_s), _sym(lo_s))
+            local = (_op("-", _sym(jc), start), _op("-", _sym(kc), _sym(lo_s)))
+            copy_in, copy_out = [], []
+            for f in names:
+                base = self.ctx.user_symbol(f"{f}_column", dtype[f], pointer=True)
+                buf = k.Buffer(f, dtype[f], base, (_const(COLUMN_BLOCK), span),
+                               (_const(1), _const(COLUMN_BLOCK)))
+                decls.append(k.DeclareArray(buf, k.Op("*", (_const(COLUMN_BLOCK), span),
+                                                      dtype=k.INDEX)))
+                home = self.field_index(f, (0, 0, 0))
+                copy_in.append(k.Store(buf, local, k.Load(self.buffers[f], home,
+                                                          dtype=dtype[f])))
+                if f in written:
+                    copy_out.append(k.Store(self.buffers[f], home,
+                                            k.Load(buf, local, dtype=dtype[f])))
+                self.staged[f] = lo_s
+                self.column_buffers[f] = buf
+            ins.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_in)))
+            if copy_out:
+                outs.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_out)))
+        copy_in = (k.Loop(jc, start, stop, _const(1), tuple(ins)),) if ins else ()
+        copy_out = (k.Loop(jc, start, stop, _const(1), tuple(outs)),) if outs else ()
+        return tuple(decls) + copy_in, copy_out
+
+    def staged_levels(self, f: str) -> tuple[k.Expr, k.Expr]:
+        """The levels of field ``f`` the call's accesses can reach, and at least the
+        domain's [0, nk) (which the halo check guarantees every field has): the lowest and
+        one past the highest. An access that cannot leave [0, nk) adds nothing; the others
+        count only when their interval is not empty (an empty one reads nothing)."""
+        nk = _sym(self.domain[2])
+        lo: k.Expr = _const(0)
+        hi: k.Expr = nk
+        for acc in self.sched.k_accesses:
+            if acc.name != f:
+                continue
+            s, e = acc.interval.start, acc.interval.end
+            low_ok = acc.dk_lo + (0 if s.from_end else max(0, s.offset)) >= 0
+            high_ok = acc.dk_hi + (min(0, e.offset) if e.from_end else 0) <= 0
+            if low_ok and high_ok:
+                continue
+            k0, k1 = self.k_bounds(acc.interval)
+            live = k.Op(">", (k1, k0), dtype=dtypes.BOOL)
+            if not low_ok:
+                lo = k.MathCall("min", (lo, k.Select(live, _op("+", k0, _const(acc.dk_lo)),
+                                                     _const(0), dtype=k.INDEX)), dtype=k.INDEX)
+            if not high_ok:
+                hi = k.MathCall("max", (hi, k.Select(live, _op("+", k1, _const(acc.dk_hi)),
+                                                     nk, dtype=k.INDEX)), dtype=k.INDEX)
+        return lo, hi
 
     def jam_levels(self, level_loop: k.Stmt, axis: int, start: k.Expr, stop: k.Expr) -> k.Stmt:
         """Put a loop over ``axis`` in [start, stop) just inside a K loop."""

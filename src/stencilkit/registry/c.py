@@ -87,7 +87,10 @@ class CBackend(Backend):
         from ..runtime.computation import CompiledComputationCall
 
         layout = layout_of(fields, defn)
-        lowering = ComputationLowering(defn, sched, layout, src)
+        # K contiguous: fields copied into level-major column buffers around each block of
+        # columns, so that the block's recurrences run as vector operations (measured on
+        # C-ordered arrays: 0.8x the time of the strided jammed loop)
+        lowering = ComputationLowering(defn, sched, layout, src, stage_columns=True)
         kf = lowering.lower_all()
         dump("kernel", defn.name, kernel_ir_text(kf))
         kf = self.platform().lower(kf)
