@@ -8,6 +8,7 @@ same run by a C kernel built with the same toolchain. Never used for assertions 
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import platform
@@ -441,6 +442,13 @@ def case_hdiff(n: int, nk: int, repeats: int) -> dict:
     fns = {"stencilkit-c": lambda: c(inp, out, coeff, **geo),
            "stencilkit-numpy": lambda: npb(inp, out, coeff, **geo), "numpy-slicing": hand,
            "hand-c-fused": fused}
+    # the same computation spelled with `if` statements, and with helper functions
+    for spelling in ("if", "functions"):
+        other = sk.stencil(getattr(defs, f"hdiff_{spelling}"), backend="c")
+        out[...] = 0
+        other(inp, out, coeff, **geo)
+        _same(f"stencilkit-c hdiff_{spelling}", out, want)
+        fns[f"stencilkit-c-{spelling}"] = functools.partial(other, inp, out, coeff, **geo)
     if _opencl():  # NumPy fields: copied to the device and back on every call
         ocl = sk.stencil(defs.hdiff, backend="opencl")
         fns["stencilkit-opencl"] = lambda: ocl(inp, out, coeff, **geo)

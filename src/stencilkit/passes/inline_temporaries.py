@@ -14,12 +14,21 @@ definition and that read writes something the definition reads (``tmp = x; x = y
 then it is computed right after the definition, where the inputs still hold the values the
 definition saw. Either place gives the definition's value, because each statement acts on
 the whole plane before the next; the later one merely keeps fewer values live.
+
+An ``if`` whose branches only assign floating-point temporaries is first rewritten as
+selections (``if@n = cond; t = if@n ? value : t``, each temporary's old value defined
+earlier in the body), so that ``flx = res; if res * grad > 0: flx = 0.0`` fuses like
+``flx = 0.0 if res * grad > 0 else res``; the values computed are the same, and evaluating
+the branch not taken cannot trap (floating point only, no integer division).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
+from .. import dtypes
 from ..analysis.schedule import offsets, reads, variable_k, writes
 from ..ir import computation as c
 from ..ir import definition as d
@@ -123,6 +132,48 @@ def _inline_interval(body: tuple[d.Assign, ...], temps: dict[str, object],
     return None
 
 
+def _access(name: str, dtype, loc) -> d.Access:
+    zero = d.Const(0, dtype=dtypes.INT64)
+    return d.Access(name, (zero, zero, zero), dtype=dtype, loc=loc)
+
+
+def _if_converted(body: tuple[d.Stmt, ...], temps: dict[str, object],
+                  guards: dict[str, object]) -> tuple[d.Stmt, ...] | None:
+    """``body`` with each ``if`` turned into selections (see the module docstring), or None
+    when one cannot be: its branches hold other statements, assign fields or non-float
+    values, divide integers, or keep the old value of a temporary not defined before."""
+    out: list[d.Stmt] = []
+    defined: set[str] = set()
+    for s in body:
+        if isinstance(s, d.Assign):
+            out.append(s)
+            defined.add(s.target)
+            continue
+        if not isinstance(s, d.If):
+            return None
+        branches = (s.body, s.orelse)
+        stmts = [x for b in branches for x in b]
+        if not all(isinstance(x, d.Assign) and x.target in temps
+                   and np.dtype(temps[x.target]).kind == "f" for x in stmts):
+            return None
+        if any(isinstance(n, d.BinOp) and n.op in ("/", "//", "%")
+               and np.dtype(n.dtype).kind != "f" for x in stmts for n in walk(x)):
+            return None
+        guard = f"if@{len(guards)}"
+        guards[guard] = s.cond.dtype
+        out.append(d.Assign(guard, s.cond, loc=s.loc))
+        g = _access(guard, s.cond.dtype, s.loc)
+        for taken, branch in ((True, s.body), (False, s.orelse)):
+            for x in branch:
+                if x.target not in defined:  # its old value would be the stale array's
+                    return None
+                old = _access(x.target, temps[x.target], x.loc)
+                sel = d.IfExp(g, x.value, old) if taken else d.IfExp(g, old, x.value)
+                out.append(d.Assign(x.target, dataclasses.replace(sel, dtype=x.value.dtype),
+                                    loc=x.loc))
+    return tuple(out)
+
+
 def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
     temps = dict(defn.temporaries)
     readers: dict[str, set[tuple[int, int]]] = {}
@@ -140,13 +191,18 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
             continue
         intervals = []
         for iv_i, iv in enumerate(block.intervals):
-            if not all(isinstance(s, d.Assign) for s in iv.body) or any(
+            guards: dict[str, object] = {}
+            body = iv.body
+            if not all(isinstance(s, d.Assign) for s in body):
+                converted = _if_converted(body, temps, guards)
+                body = converted if converted is not None else body
+            if not all(isinstance(s, d.Assign) for s in body) or any(
                     isinstance(n, d.Access) and variable_k(n) is not None
-                    for s in iv.body for n in walk(s)):  # no shifting of run-time offsets
+                    for s in body for n in walk(s)):  # no shifting of run-time offsets
                 intervals.append(iv)
                 continue
             keep = {t for t, where in readers.items() if where - {(b_i, iv_i)}}
-            inliner = _inline_interval(iv.body, temps, keep)  # type: ignore[arg-type]
+            inliner = _inline_interval(body, {**temps, **guards}, keep)  # type: ignore[arg-type]
             if inliner is None:
                 intervals.append(iv)
                 continue
