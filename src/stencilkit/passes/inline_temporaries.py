@@ -15,9 +15,9 @@ then it is computed right after the definition, where the inputs still hold the 
 definition saw. Either place gives the definition's value, because each statement acts on
 the whole plane before the next; the later one merely keeps fewer values live.
 
-An ``if`` whose branches only assign floating-point temporaries is first rewritten as
-selections (``if@n = cond; t = if@n ? value : t``, each temporary's old value defined
-earlier in the body), so that ``flx = res; if res * grad > 0: flx = 0.0`` fuses like
+An ``if`` (not a horizontal region) whose branches only assign floating-point temporaries
+is first rewritten as selections (``if@n = cond; t = if@n ? value : t``, each temporary's
+old value defined earlier in the body), so that ``flx = res; if res * grad > 0: flx = 0.0`` fuses like
 ``flx = 0.0 if res * grad > 0 else res``; the values computed are the same, and evaluating
 the branch not taken cannot trap (floating point only, no integer division).
 """
@@ -141,7 +141,8 @@ def _if_converted(body: tuple[d.Stmt, ...], temps: dict[str, object],
                   guards: dict[str, object]) -> tuple[d.Stmt, ...] | None:
     """``body`` with each ``if`` turned into selections (see the module docstring), or None
     when one cannot be: its branches hold other statements, assign fields or non-float
-    values, divide integers, or keep the old value of a temporary not defined before."""
+    values, divide integers, test a horizontal region (whose value depends on the point, which
+shifting cannot move), or keep the old value of a temporary not defined before."""
     out: list[d.Stmt] = []
     defined: set[str] = set()
     for s in body:
@@ -153,9 +154,11 @@ def _if_converted(body: tuple[d.Stmt, ...], temps: dict[str, object],
             return None
         branches = (s.body, s.orelse)
         stmts = [x for b in branches for x in b]
-        if not all(isinstance(x, d.Assign) and x.target in temps
+        if not all(type(x) is d.Assign and x.target in temps
                    and np.dtype(temps[x.target]).kind == "f" for x in stmts):
             return None
+        if any(isinstance(n, c.InRegion) for n in walk(s)):  # shifted values would need the
+            return None                                   # region tested at their position
         if any(isinstance(n, d.BinOp) and n.op in ("/", "//", "%")
                and np.dtype(n.dtype).kind != "f" for x in stmts for n in walk(x)):
             return None
