@@ -203,18 +203,80 @@ def helper_source(op: str, t: np.dtype) -> str:
     return Template(table[op]).substitute(T=ctype(t), S=type_suffix(t), **libm)
 
 
+# Local arrays (column buffers) of at most this many bytes live on the stack; a larger or
+# run-time-sized one gets that much stack and, when its size at run time exceeds it, the heap.
+# A VLA sized by the number of K levels overflowed the (OpenMP worker's) stack and crashed
+# the process for deep columns; 16 KiB per array keeps a thread's stack use small.
+STACK_ARRAY_BYTES = 16384
+
+_HEAP_ARRAY_HELPER = """
+static inline void sk_free_local(void *p) { free(*(void **)p); }
+"""
+
+
 class CPrinter(CFamilyPrinter):
     """Prints a C-platform-lowered ``KernelFunction`` (``passes.platforms.c``)."""
 
     def __init__(self, kernel: k.KernelFunction) -> None:
         super().__init__(kernel.status.name if kernel.status is not None else "sk_error")
         self.kernel = kernel
+        self.heap_arrays = False
+
+    def stmts(self, body: tuple[k.Stmt, ...], indent: str) -> list[str]:
+        for at, s in enumerate(body):
+            if isinstance(s, k.DeclareArray) and not self._fits_stack(s):
+                # the run of declarations from here: printed together, guarded by one test
+                end = at
+                while end < len(body) and isinstance(body[end], (k.DeclareArray, k.Declare)):
+                    end += 1
+                return (super().stmts(body[:at], indent)
+                        + self._stack_or_heap(body[at:end], body[end:], indent))
+        return super().stmts(body, indent)
+
+    @staticmethod
+    def _fits_stack(s: k.DeclareArray) -> bool:
+        return isinstance(s.size, k.Constant) and \
+            int(s.size.value) * s.buffer.element_type.itemsize <= STACK_ARRAY_BYTES
+
+    def _stack_or_heap(self, decls: tuple[k.Stmt, ...], rest: tuple[k.Stmt, ...],
+                       indent: str) -> list[str]:
+        """Each local array of ``decls`` that may not fit the stack: STACK_ARRAY_BYTES on the
+        stack, or heap memory when its size at run time needs more (freed when the block
+        ends: GCC/Clang's cleanup attribute). ``rest`` runs only when every array exists;
+        else the kernel returns STATUS_MEMORY."""
+        self.heap_arrays = True
+        out: list[str] = []
+        names = []
+        for s in decls:
+            if not isinstance(s, k.DeclareArray) or self._fits_stack(s):
+                out += super().stmts((s,), indent)
+                continue
+            self.declared.add(s.buffer.base.name)
+            name, t = s.buffer.base.name, ctype(s.buffer.element_type)
+            small = max(1, STACK_ARRAY_BYTES // s.buffer.element_type.itemsize)
+            n = f"sk_{name}_size"
+            names.append(name)
+            out += [
+                f"{indent}const int64_t {n} = {self.expr(s.size)};",
+                f"{indent}{t} sk_{name}_stack[{small}];",
+                f"{indent}{t} *sk_{name}_heap __attribute__((cleanup(sk_free_local))) = "
+                f"{n} > {small} ? ({t} *)malloc((size_t){n} * sizeof({t})) : NULL;",
+                f"{indent}{t} *{name} = {n} > {small} ? sk_{name}_heap : sk_{name}_stack;"]
+        return out + [
+            f"{indent}if ({' && '.join(f'{n} != NULL' for n in names)}) {{",
+            *self.stmts(rest, indent + "    "),
+            f"{indent}}} else {{",
+            f"{indent}    #pragma omp atomic write",
+            f"{indent}    {self.status} = {k.STATUS_MEMORY};",
+            f"{indent}}}"]
 
     def function(self) -> str:
         return self.function_text(self.kernel)
 
     def prelude(self) -> str:
         parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", index_helpers(), _TEAM_SIZE]
+        if self.heap_arrays:
+            parts.append("#include <stdlib.h>" + _HEAP_ARRAY_HELPER)
         for op, t in sorted(self.helpers, key=lambda h: (h[0], str(h[1]))):
             src = helper_source(op, t)
             if src:

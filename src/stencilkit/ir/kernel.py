@@ -56,6 +56,7 @@ STATUS = np.dtype(np.int32)  # the error channel's type (C's int)
 STATUS_OFFSET = 1  # a run-time relative index left the neighbourhood (clamped)
 STATUS_INDEX = 2  # an absolute index was out of range (the element read as 0)
 STATUS_RANGE_STEP = 4  # a range() step was 0 (the loop did not run)
+STATUS_MEMORY = 8  # a local array too large for the stack could not be allocated (work skipped)
 
 
 # ---------------------------------------------------------------- symbol properties

@@ -11,6 +11,17 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir import computation as c
+from ..ir.kernel import STATUS_MEMORY
+from .launch import memory_error
+
+
+def computation_status_error(status: int, defn: c.ComputationDef) -> ArgumentError:
+    """The error a compiled computation's non-zero status stands for."""
+    if status == STATUS_MEMORY:
+        return memory_error(defn.name, defn.loc)
+    from ..analysis.schedule import variable_k_reads
+
+    return k_offset_error(defn, variable_k_reads(defn))
 
 
 def k_offset_error(defn: c.ComputationDef, culprits: list) -> ArgumentError:
@@ -72,10 +83,9 @@ class CompiledComputationCall:
         args += [geo.origins[n]["IJK".index(a)] for n in buffers for a in axes[n]]
         args += [t.type(values[s]).item() for s, t in self.scalar_types.items()]
         args += list(geo.domain)
-        if self.entry(*args):
-            from ..analysis.schedule import variable_k_reads
-
-            raise k_offset_error(self.defn, variable_k_reads(self.defn))
+        status = self.entry(*args)
+        if status:
+            raise computation_status_error(status, self.defn)
 
 
 class NumbaComputationCall(CompiledComputationCall):
@@ -107,7 +117,6 @@ class NumbaComputationCall(CompiledComputationCall):
         args += [geo.origins[n]["IJK".index(a)] for n in buffers for a in axes[n]]
         args += [t.type(values[s]) for s, t in self.scalar_types.items()]
         args += list(geo.domain)
-        if self.entry(*args):
-            from ..analysis.schedule import variable_k_reads
-
-            raise k_offset_error(self.defn, variable_k_reads(self.defn))
+        status = self.entry(*args)
+        if status:
+            raise computation_status_error(status, self.defn)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..codegen.numba import PARALLEL_MIN_WORK
 from ..errors import ArgumentError, Location
-from ..ir.kernel import STATUS_INDEX, STATUS_OFFSET, STATUS_RANGE_STEP
+from ..ir.kernel import STATUS_INDEX, STATUS_MEMORY, STATUS_OFFSET, STATUS_RANGE_STEP
 from .numpy_support import RangeStepError
 
 # the kernel's codes are the kernel IR's; 3 is the C entry point's own (out overlaps an input)
@@ -161,7 +161,16 @@ def _misaligned(args: tuple, out: np.ndarray | None) -> bool:
     return False
 
 
+def memory_error(name: str, loc: Location | None) -> ArgumentError:
+    return ArgumentError("a local buffer of the generated code (a column of many K levels) "
+                         "could not be allocated: out of memory", stencil=name, loc=loc,
+                         hint="free memory, or run on fewer levels at a time; the outputs "
+                              "are incomplete")
+
+
 def status_error(status: int, name: str, loc: Location | None) -> ArgumentError:
+    if status == STATUS_MEMORY:
+        return memory_error(name, loc)
     if status == STATUS_RANGE_STEP:
         return ArgumentError("range() arg 3 must not be zero (a loop's step was 0 at run "
                              "time)", stencil=name, loc=loc,
