@@ -349,29 +349,37 @@ def test_many_scalar_arguments(backend, tmp_path, count):
 
 
 def test_long_and_or_and_comparison_chains(backend, tmp_path):
-    chain = " and ".join(f"a[0, 0] > {-i}" for i in range(1500))  # true iff a > 0
-    alts = " or ".join(f"a[0, 0] == {i}" for i in range(1500))  # true iff a in 0..1499
+    # 600 terms: built as a left-nested chain (as before the balanced trees), the frontend's
+    # recursion already fails from ~500 terms (a StencilSyntaxError), and the printed
+    # parentheses exceed Python's 200 nesting levels: the balanced trees are what lets 600
+    # terms compile. (Measured with the chain builder swapped back; 1500 terms proved no
+    # more and cost minutes of compile time on "numba" and "c".)
+    n = 600
+    chain = " and ".join(f"a[0, 0] > {-i}" for i in range(n))  # true iff a > 0
+    alts = " or ".join(f"a[0, 0] == {i}" for i in range(n))  # true iff a in 0..n-1
     compare = " < ".join(["-1"] + [f"a[0, {j % 3 - 1}] + {i}" for i, j in
-                                   enumerate(range(600))])
+                                   enumerate(range(n))])
     text = (f"def deep_and(a):\n    return 1.0 if ({chain}) else 0.0\n\n"
             f"def deep_or(a):\n    return {alts}\n\n"
             f"def deep_compare(a):\n    return {compare}\n")
     mod = _load_generated(tmp_path, "deep_bool", text)
-    a = np.array([[-0.5, 3.0, 0.25], [7.0, -2.0, 1499.0], [0.0, 2.5, -1.0]])
+    # inner points on both sides of both chains' bounds: -2, -0.5, 0, 3, n - 1, n
+    a = np.array([[9.0, 9.0, 9.0, 9.0, 9.0], [9.0, -2.0, -0.5, 0.0, 9.0],
+                  [9.0, 3.0, n - 1.0, float(n), 9.0], [9.0, 9.0, 9.0, 9.0, 9.0]])
     inner = a[1:-1, 1:-1]
     got = sk.stencil(mod.deep_and, backend=backend)(a)
     np.testing.assert_array_equal(got[1:-1, 1:-1], (inner > 0).astype(float))
     got = sk.stencil(mod.deep_or, backend=backend)(a)
-    np.testing.assert_array_equal(got[1:-1, 1:-1], np.isin(inner, np.arange(1500.0)))
+    np.testing.assert_array_equal(got[1:-1, 1:-1], np.isin(inner, np.arange(float(n))))
     b = np.arange(12.0).reshape(3, 4)  # rows increase by 1 per column: the chain holds
     got = sk.stencil(mod.deep_compare, backend=backend)(b)
-    np.testing.assert_array_equal(got[1:-1, 1:-1], _compare_chain(b))
+    np.testing.assert_array_equal(got[1:-1, 1:-1], _compare_chain(b, n))
 
 
-def _compare_chain(b: np.ndarray) -> np.ndarray:
+def _compare_chain(b: np.ndarray, n: int) -> np.ndarray:
     out = np.ones((1, 2), bool)
     prev = np.full((1, 2), -1.0)
-    for i, j in enumerate(range(600)):
+    for i, j in enumerate(range(n)):
         cur = b[1:-1, 1 + j % 3 - 1:3 + j % 3 - 1] + i
         out &= prev < cur
         prev = cur
