@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
+import functools
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -69,36 +71,71 @@ def parse_function(func: object) -> SourceFunction:
             hint="define the kernel in a file (not in an interactive prompt without source)"
         ) from exc
     filename = inspect.getsourcefile(func) or func.__code__.co_filename
-    try:  # the whole file (or notebook cell): exact lines and columns
-        text = "".join(all_lines)
-        tree, first, indent, shift = ast.parse(text), 1, 0, 0
-    except SyntaxError:  # only the definition's lines
+    text = "".join(all_lines)
+    index = _file_index(text)  # the whole file (or notebook cell): exact lines and columns
+    first, indent, shift = 1, 0, 0
+    if index is None:  # only the definition's lines
         lines = inspect.getblock(all_lines[lnum:])
         first = lnum + 1
         text = textwrap.dedent("".join(lines))
         indent = len(lines[0].rstrip("\r\n")) - len(text.splitlines()[0]) if text else 0
         tree, shift = _parse_fragment(text, name)
-    target = _find_definition(tree, func.__code__, first, indent, shift)
+        index = _Index.of(tree)
+    target = _find_definition(index, func.__code__, first, indent, shift)
     if target is None:
         raise StencilSyntaxError(f"cannot find the definition of '{name}' in its source",
                                  stencil=name, loc=Location(filename, first))
+    # a copy: the frontend rewrites its tree in place, and the index is shared
+    target = copy.deepcopy(target)
     if isinstance(target, ast.FunctionDef):
         target = _strip_decorators(target)
     return SourceFunction(name, filename, first, target, text, closure_namespace(func))
 
 
-def _find_definition(tree: ast.Module, code: CodeType, first: int, indent: int, shift: int
+@dataclass(frozen=True)
+class _Index:
+    """The function definitions (by their first line, decorators included) and lambdas (by
+    line) of a parsed source: one walk of the tree, however many kernels the file holds."""
+
+    defs: dict[int, list[ast.FunctionDef]]
+    lambdas: dict[int, list[ast.Lambda]]
+
+    @staticmethod
+    def of(tree: ast.Module) -> _Index:
+        defs: dict[int, list[ast.FunctionDef]] = {}
+        lambdas: dict[int, list[ast.Lambda]] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef):
+                line = min([n.lineno] + [x.lineno for x in n.decorator_list])
+                defs.setdefault(line, []).append(n)
+            elif isinstance(n, ast.Lambda):
+                lambdas.setdefault(n.lineno, []).append(n)
+        return _Index(defs, lambdas)
+
+
+@functools.lru_cache(maxsize=16)
+def _file_index(text: str) -> _Index | None:
+    """The index of a whole file's text, None if it does not parse. Cached by the text: a
+    module of many kernels was parsed and walked once per kernel (and per frontend asking),
+    which made building its kernels quadratic in their number. The nodes are shared: callers
+    get copies (``parse_function``)."""
+    try:
+        return _Index.of(ast.parse(text))
+    except SyntaxError:
+        return None
+
+
+def _find_definition(index: _Index, code: CodeType, first: int, indent: int, shift: int
                      ) -> ast.FunctionDef | ast.Lambda | None:
-    """The node of ``tree`` (parsed from the source starting at line ``first``, dedented by
+    """The node of ``index`` (of the source starting at line ``first``, dedented by
     ``indent`` columns, its first line shifted right by ``shift``) that compiled to ``code``."""
     line = code.co_firstlineno - first + 1
     if code.co_name != "<lambda>":
-        defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
-                and min([n.lineno] + [x.lineno for x in n.decorator_list]) == line]
+        defs = index.defs.get(line, [])
         return next((n for n in defs if n.name == code.co_name), defs[0] if defs else None)
     argnames = list(code.co_varnames[: code.co_argcount])
-    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line
-               and [a.arg for a in n.args.args] == argnames]
+    lambdas = [n for n in index.lambdas.get(line, [])
+               if [a.arg for a in n.args.args] == argnames]
     if len(lambdas) <= 1:
         return lambdas[0] if lambdas else None
 
