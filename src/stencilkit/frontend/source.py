@@ -74,6 +74,7 @@ def parse_function(func: object) -> SourceFunction:
     text = "".join(all_lines)
     index = _file_index(text)  # the whole file (or notebook cell): exact lines and columns
     first, indent, shift = 1, 0, 0
+    shared = index is not None
     if index is None:  # only the definition's lines
         lines = inspect.getblock(all_lines[lnum:])
         first = lnum + 1
@@ -85,8 +86,12 @@ def parse_function(func: object) -> SourceFunction:
     if target is None:
         raise StencilSyntaxError(f"cannot find the definition of '{name}' in its source",
                                  stencil=name, loc=Location(filename, first))
-    # a copy: the frontend rewrites its tree in place, and the index is shared
-    target = copy.deepcopy(target)
+    if shared:  # a copy: the frontend rewrites its tree in place
+        try:
+            target = copy.deepcopy(target)
+        except RecursionError:  # too deep to copy: a fresh parse (the frontend says why)
+            target = _find_definition(_Index.of(ast.parse(text)), func.__code__, 1, 0, 0)
+            assert target is not None
     if isinstance(target, ast.FunctionDef):
         target = _strip_decorators(target)
     return SourceFunction(name, filename, first, target, text, closure_namespace(func))
