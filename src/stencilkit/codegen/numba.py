@@ -30,6 +30,7 @@ from .. import dtypes
 from ..ir import kernel as k
 from ..passes.lower_point import PARALLEL_MIN_WORK
 from .numba_helpers import guarded_conversion, helper_name, helper_source, numpy_type
+from .numba_names import numba_safe
 
 # Python operator precedence: higher binds tighter. Comparisons do not associate (Python
 # chains them), so a comparison operand of a comparison is always parenthesized.
@@ -114,7 +115,8 @@ class NumbaPrinter:
     """Prints one ``KernelFunction`` (point kernel) as the Python source of a module."""
 
     def __init__(self, kernel: k.KernelFunction) -> None:
-        self.kernel = kernel
+        # every numba path prints through here: names Numba's renamings cannot collide with
+        self.kernel = kernel = numba_safe(kernel)
         self.helpers: set[tuple[str, np.dtype]] = set()
         self.status = "status"  # the error channel: a one-element int32 array
         self.uses_status = kernel.uses_error_flag
@@ -314,8 +316,8 @@ class NumbaModulePrinter(NumbaPrinter):
     def __init__(self, kernel: k.KernelFunction) -> None:
         super().__init__(kernel)
         self.uses_status = False  # the platform declares it
-        if kernel.status is not None:
-            self.status = kernel.status.name
+        if self.kernel.status is not None:
+            self.status = self.kernel.status.name
 
     def _expr(self, e: k.Expr) -> tuple[str, int]:
         match e:
