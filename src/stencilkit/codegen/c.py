@@ -56,6 +56,55 @@ static inline int sk_team_size(void) {
 #endif
 """
 
+# Non-temporal copy of a computed row chunk (platforms/c.py ``streamed_row``): GCC has no
+# portable non-temporal store, and the vectorized loop cannot be made to use one, so the
+# loop writes an L1-resident buffer and this copies it with 16-byte streaming stores.
+_STREAM = """\
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+/* Whole 64-byte lines only: a line written partly by streaming stores and partly by plain
+ * ones (or by two chunks' streaming stores, with other stores in between) leaves the
+ * write-combining buffer early and costs a read-modify-write in memory (jacobi2d measured
+ * 1.4-1.8x slower so). The row's first and last partial lines get plain stores. */
+static inline void sk_stream_copy(void *restrict dst_, const void *restrict src_, int64_t n) {
+    char *dst = (char *)dst_;
+    const char *src = (const char *)src_;
+#ifdef __SSE2__
+    int64_t head = (int64_t)((64 - ((uintptr_t)dst & 63)) & 63);  /* to a line boundary */
+    if (head > n) head = n;
+    memcpy(dst, src, (size_t)head);
+    dst += head; src += head; n -= head;
+    for (; n >= 64; n -= 64, dst += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+#endif
+    memcpy(dst, src, (size_t)n);  /* the last partial line (everything without SSE2) */
+}
+/* The end of the chunk starting at index ``start`` (``p`` = its address): ``start + chunk``
+ * moved back to a 64-byte line boundary of the output, so that no line is split between
+ * two chunks; ``stop`` for the last chunk. Item sizes divide 64 and items are aligned. */
+static inline int64_t sk_stream_chunk_end(const void *p, int64_t start, int64_t stop,
+                                          int64_t chunk, int64_t size) {
+    if (stop - start <= chunk) return stop;
+    uintptr_t end = (uintptr_t)p + (uintptr_t)(chunk * size);
+    return start + chunk - (int64_t)((end & 63) / (uintptr_t)size);
+}
+static inline void sk_store_fence(void) {
+#ifdef __SSE2__
+    _mm_sfence();  /* streaming stores are weakly ordered: before the thread's barrier */
+#endif
+}
+"""
+
 # Helper bodies; $T is the C type, $S the type suffix.
 _INT_HELPERS = {
     "floordiv": """static inline $T sk_floordiv_$S($T a, $T b) {
@@ -274,7 +323,8 @@ class CPrinter(CFamilyPrinter):
         return self.function_text(self.kernel)
 
     def prelude(self) -> str:
-        parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", index_helpers(), _TEAM_SIZE]
+        parts = [_PRELUDE, "#define SK_SIGNED(T) ((T)-1 < (T)0)", index_helpers(), _TEAM_SIZE,
+                 _STREAM]
         if self.heap_arrays:
             parts.append("#include <stdlib.h>" + _HEAP_ARRAY_HELPER)
         for op, t in sorted(self.helpers, key=lambda h: (h[0], str(h[1]))):

@@ -1,6 +1,6 @@
 """The text form of kernel IR (``STENCILKIT_DUMP=kernel``): parameters with their
 properties, buffers with their shapes and strides, then the body in C-like syntax, with the
-abstract nodes spelled out (``parallel for``, ``atomic``, ``set_error``, ``sqrt<float32>``)
+abstract nodes spelled out (``parallel for``, ``atomic``, ``set_error``, ``streamed``, ``sqrt<float32>``)
 instead of what one platform makes of them."""
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ class KernelTextPrinter(CFamilyPrinter):
                         f"{self.expr(v)};"]
             case k.SetError(code=code):
                 return [f"{indent}set_error {code};"]
+            case k.StreamedRow(loop=loop, buffer=b, chunk=n, when=w):
+                return [f"{indent}streamed {b.base.name} chunk({n}) if({self.expr(w)}) {{",
+                        *self.stmt(loop, inner), f"{indent}}}"]
+            case k.StoreFence():
+                return [f"{indent}store_fence;"]
         return super().stmt(s, indent)
 
     def loop(self, s: k.Loop, indent: str) -> list[str]:

@@ -412,6 +412,28 @@ class Evaluate(Stmt):
     value: Expr
 
 
+@dataclass(frozen=True, slots=True)
+class StreamedRow(Stmt):
+    """``loop`` (a vectorizable loop over the unit-stride last dimension whose only writes
+    are the stores to ``buffer``), run so that those stores bypass the caches when ``when``
+    holds: a platform that has non-temporal stores computes ``chunk`` elements at a time
+    into a small local buffer with the unchanged loop and streams them out; any other runs
+    ``loop`` as is. Why: a store that misses the cache first reads its line
+    (write-allocate), a third of the traffic of a two-array stencil whose output does not
+    fit in cache."""
+
+    loop: Loop
+    buffer: Buffer
+    chunk: int
+    when: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFence(Stmt):
+    """Orders this thread's earlier non-temporal stores before its later ones and before
+    the end of the parallel loop (a no-op where stores are never non-temporal)."""
+
+
 # ---------------------------------------------------------------- concrete (platform) nodes
 
 
@@ -435,7 +457,7 @@ class Return(Stmt):
     value: Expr
 
 
-ABSTRACT = (ParallelRegion, AtomicUpdate, SetError, MathCall)
+ABSTRACT = (ParallelRegion, AtomicUpdate, SetError, MathCall, StreamedRow, StoreFence)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,14 @@ from ..ir.core import walk
 from .single_exit import RESULT
 
 OUT = "out"
+# Outputs of at least this many bytes are written with non-temporal stores (a
+# ``StreamedRow``): half this machine class's L3 (32 MB on the EPYC the benchmarks ran on).
+# Smaller outputs are likely still in cache for the next kernel, and their write-allocate
+# reads hit the cache. Overridable with STENCILKIT_STREAM_MIN_BYTES (read when a kernel is
+# lowered; it is part of the generated source, hence of the cache key).
+STREAM_MIN_BYTES = 16 << 20
+# Elements per streamed chunk: the row buffer (4 KB of float64) stays in L1.
+STREAM_CHUNK = 512
 PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
 # Keys of the arguments the compiler adds (``ScalarArgument``): not Python identifiers, so
 # that no argument of the user's kernel can have them.
@@ -44,6 +53,9 @@ class Layout:
 
     unit_stride: tuple[bool, ...]  # per kernel parameter (False for scalars)
     out_unit_stride: bool
+    # the platform has non-temporal stores (``Platform.streaming_stores``): large outputs'
+    # rows are ``StreamedRow``s
+    streaming_stores: bool = False
 
 
 _CANONICAL_MATH = {
@@ -258,12 +270,22 @@ class PointLowering:
             value = k.Convert(value, dtype=self.out_dtype)
         store = k.Store(out, centre, value)
         inner: tuple[k.Stmt, ...] = decls + body + (store,)
+        # the rows of a 2-D or higher output with a unit last stride may stream (1-D: the
+        # row loop is the parallel loop itself, left as is)
+        streamed = nd >= 2 and self.layout.out_unit_stride and self.layout.streaming_stores
+        out_item = self.out_dtype.itemsize
         for dim in reversed(range(nd)):
             lo, hi = self.border[dim]
             start = k.Constant(np.int64(-lo), dtype=k.INDEX)
             stop = _sub(first.shape[dim], k.Constant(np.int64(hi), dtype=k.INDEX))
-            inner = (k.Loop(self.counters[dim], start, stop, _one(), inner,
-                            parallel=par if dim == 0 else None, vectorize=(dim == nd - 1)),)
+            if dim == 0 and streamed:
+                inner = inner + (k.StoreFence(),)
+            loop = k.Loop(self.counters[dim], start, stop, _one(), inner,
+                          parallel=par if dim == 0 else None, vectorize=(dim == nd - 1))
+            if dim == nd - 1 and streamed:
+                loop = k.StreamedRow(loop, out, STREAM_CHUNK, _cmp(
+                    ">=", k.Sym(work, dtype=k.INDEX), _index(-(-stream_min_bytes() // out_item))))
+            inner = (loop,)
             if dim == nd - 1 and self.mode != "constant":
                 # the row's two border strips, next to the unchanged loop (in cache)
                 inner = self.row_strips(first, out) + inner
@@ -426,6 +448,12 @@ class PointLowering:
                            remaps(dim) + nest, parallel=par if dim == 0 and nd >= 3 else None),)
         return k.Section(f"border rows: mode '{self.mode}', every read remapped into its array",
                          nest)
+
+
+def stream_min_bytes() -> int:
+    """``STREAM_MIN_BYTES``, or the environment's STENCILKIT_STREAM_MIN_BYTES."""
+    env = os.environ.get("STENCILKIT_STREAM_MIN_BYTES", "").strip()
+    return int(env) if env.isdigit() else STREAM_MIN_BYTES
 
 
 def remap_index(mode: str, j: k.Expr, n: k.Expr) -> k.Expr:

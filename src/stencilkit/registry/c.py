@@ -7,6 +7,7 @@ under the cache's lock; the launchers in ``runtime/`` call the entry point.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from .. import dtypes
@@ -30,9 +31,11 @@ class CBackend(Backend):
         from ..passes.lower_point import CVAL, FILL_BORDER
 
         kernel = typed.kernel
+        platform = self.platform()
+        layout = dataclasses.replace(layout, streaming_stores=platform.streaming_stores)
         kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
                             out_dtype, mode)
-        kf = self.platform().lower(kf)
+        kf = platform.lower(kf)
         source, _ = c_codegen.kernel_source(kf)
         tc = current_toolchain()
         wrapper_args = []

@@ -7,7 +7,8 @@ language (``Pragma``, ``CCall``, ``Declare``/``Return`` of the status, ...), and
 prints the result without knowing what any of it meant.
 
 Requires: a ``KernelFunction`` as a lowering produced it (abstract nodes allowed).
-Ensures: no ``ParallelRegion``, ``AtomicUpdate``, ``SetError`` or ``MathCall`` is left, and
+Ensures: no ``ParallelRegion``, ``AtomicUpdate``, ``SetError``, ``MathCall``,
+``StreamedRow`` or ``StoreFence`` is left, and
 every ``Loop`` has ``parallel=None`` and ``vectorize=False`` (their meaning is now in the
 statements the hooks returned); the parameters are unchanged.
 
@@ -27,6 +28,9 @@ error_prologue,    ``int sk_error = 0`` ...    the status is a parameter  same /
 error_epilogue     ``return sk_error``
 math_call          sqrt / sqrtf / csqrt,       sqrt / sqrtf (no complex)  native_* or sqrt /
                    runtime helpers                                        ``math.sqrt``
+streamed_row       row buffer + streaming      the loop as is             the loop as is
+                   copy (``movntdq``) if large
+store_fence        ``sk_store_fence()``        --                         --
 =================  ==========================  =========================  =======================
 """
 
@@ -44,6 +48,8 @@ class Platform:
     statements, since one abstract statement may become several)."""
 
     name = "abstract"
+    # ``streamed_row`` bypasses the caches: point lowerings emit ``StreamedRow`` for it
+    streaming_stores = False
 
     def lower(self, kf: k.KernelFunction) -> k.KernelFunction:
         """The platform-lowered kernel (a pass ``KernelFunction -> KernelFunction``)."""
@@ -85,6 +91,10 @@ class Platform:
                 return self.atomic_update(s)
             case k.SetError(code=code):
                 return self.set_error(code, kf, s)
+            case k.StreamedRow():
+                return self.streamed_row(s, kf)
+            case k.StoreFence():
+                return self.store_fence()
         return (s,)
 
     # ------------------------------------------------------------ hooks
@@ -105,6 +115,15 @@ class Platform:
 
     def atomic_update(self, s: k.AtomicUpdate) -> tuple[k.Stmt, ...]:
         raise NotImplementedError
+
+    def streamed_row(self, s: k.StreamedRow, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        """A row whose stores may bypass the caches (its loop not yet lowered). Default:
+        the loop as is, plain stores."""
+        return self.stmt(s.loop, kf)
+
+    def store_fence(self) -> tuple[k.Stmt, ...]:
+        """After a thread's non-temporal stores. Default: nothing (there are none)."""
+        return ()
 
     def set_error(self, code: int, kf: k.KernelFunction, s: k.SetError) -> tuple[k.Stmt, ...]:
         """Record status ``code`` (from any thread) in ``kf.status``."""

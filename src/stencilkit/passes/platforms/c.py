@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import dtypes
 from ...ir import kernel as k
+from ...ir.core import Node, rewrite, walk
 from .base import Platform, status_constant
 
 _HELPER_MATH = ("min", "max", "minimum", "maximum", "abs", "sign")
@@ -19,6 +20,7 @@ _TEAM = " num_threads(sk_team_size())"
 
 class CPlatform(Platform):
     name = "c"
+    streaming_stores = True
 
     # ------------------------------------------------------------ threads
 
@@ -55,6 +57,53 @@ class CPlatform(Platform):
         return (k.Pragma(("omp atomic",), loc=s.loc, source=s.source),
                 k.Store(s.buffer, s.indices, value))
 
+    # ------------------------------------------------------------ streaming stores
+
+    def streamed_row(self, s: k.StreamedRow, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        """When ``s.when`` holds: the row in chunks, each computed by the unchanged loop
+        into ``sk_row`` (L1-resident) and copied out by ``sk_stream_copy`` (non-temporal
+        16-byte stores, plain ones for the unaligned head and tail; a plain copy without
+        SSE2). Else the plain loop. Bit-identical either way: the values are the same, only
+        the path of the store differs."""
+        loop, out = s.loop, s.buffer
+        t = out.element_type
+        start = k.Symbol("sk_chunk", k.INDEX)
+        stop = k.Symbol("sk_chunk_end", k.INDEX)
+        row = k.Buffer("sk_row", t, k.Symbol("sk_row", t, pointer=True),
+                       (k.Constant(np.int64(s.chunk), dtype=k.INDEX),),
+                       (k.Constant(np.int64(1), dtype=k.INDEX),))
+        first = k.Sym(start, dtype=k.INDEX)
+        counter = k.Sym(loop.counter, dtype=k.INDEX)
+
+        def to_row(n: Node) -> Node | None:
+            if isinstance(n, k.Store) and n.buffer == out:
+                return k.Store(row, (k.Op("-", (counter, first), dtype=k.INDEX),), n.value)
+            return None
+
+        body = tuple(rewrite(st, to_row) for st in loop.body)
+        chunk_loop = dataclasses.replace(loop, start=first, stop=k.Sym(stop, dtype=k.INDEX),
+                                         body=body)
+        row_start = tuple(first if isinstance(i, k.Sym) and i.symbol == loop.counter else i
+                          for i in _store_indices(loop, out))
+        row_address = k.Address(out, row_start, dtype=t)
+        nbytes = k.Op("*", (k.Op("-", (k.Sym(stop, dtype=k.INDEX), first), dtype=k.INDEX),
+                            k.Constant(np.int64(t.itemsize), dtype=k.INDEX)), dtype=k.INDEX)
+        copy = k.Evaluate(k.CCall("sk_stream_copy", (
+            row_address, k.Sym(row.base, dtype=t), nbytes),
+            dtype=k.STATUS))
+        chunk_stop = k.CCall("sk_stream_chunk_end", (
+            row_address, first, loop.stop, k.Constant(np.int64(s.chunk), dtype=k.INDEX),
+            k.Constant(np.int64(t.itemsize), dtype=k.INDEX)), dtype=k.INDEX)
+        # chunk boundaries on the output's cache lines: the loop steps to each chunk's end
+        chunks = k.WhileLoop(k.Op("<", (first, loop.stop), dtype=dtypes.BOOL), (
+            k.Declare(stop, chunk_stop), *self.stmt(chunk_loop, kf), copy,
+            k.SetSym(start, k.Sym(stop, dtype=k.INDEX))))
+        streamed = (k.DeclareArray(row, row.shape[0]), k.Declare(start, loop.start), chunks)
+        return (k.Branch(s.when, streamed, self.stmt(loop, kf)),)
+
+    def store_fence(self) -> tuple[k.Stmt, ...]:
+        return (k.Evaluate(k.CCall("sk_store_fence", (), dtype=k.STATUS)),)
+
     # ------------------------------------------------------------ the error channel
 
     def set_error(self, code: int, kf: k.KernelFunction, s: k.SetError) -> tuple[k.Stmt, ...]:
@@ -90,6 +139,15 @@ class CPlatform(Platform):
             test = k.CCall(func, args, dtype=k.STATUS)
             return k.Op("!=", (test, status_constant(0)), dtype=dtypes.BOOL)
         return k.CCall(libm(func, a), args, dtype=call.dtype)
+
+
+def _store_indices(loop: k.Loop, out: k.Buffer) -> tuple[k.Expr, ...]:
+    """The indices of the (one) store to ``out`` in ``loop``'s body."""
+    for st in loop.body:
+        for n in walk(st):
+            if isinstance(n, k.Store) and n.buffer == out:
+                return n.indices
+    raise AssertionError(f"a streamed row without a store to {out.name}")
 
 
 def libm(func: str, t: np.dtype) -> str:

@@ -123,6 +123,7 @@ class CudaPlatform(CPlatform):
     types (the backend refuses complex dtypes)."""
 
     name = "cuda"
+    streaming_stores = False  # a work-item's stores have no row buffer to stream
 
     # ------------------------------------------------------------ the plan
 

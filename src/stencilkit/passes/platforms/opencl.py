@@ -423,6 +423,7 @@ class OpenCLPlatform(CPlatform):
     and OpenCL C has no complex types (the backend refuses complex dtypes)."""
 
     name = "opencl"
+    streaming_stores = False  # a work-item's stores have no row buffer to stream
 
     def lower_body(self, body: tuple[k.Stmt, ...], kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         return self.stmts(tuple(rewrite(s, self._expression) for s in body), kf)
