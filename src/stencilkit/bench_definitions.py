@@ -69,6 +69,25 @@ def tridiagonal(a: Field[float], b: Field[float], c: Field[float], d: Field[floa
         d = d - c * d[0, 0, 1]  # noqa: F841
 
 
+def tridiagonal_temporaries(a: Field[float], b: Field[float], c: Field[float],
+                            d: Field[float], x: Field[float]):
+    # GT4Py's own spelling (the peer-bench's and issue 17's case): cp/dp temporaries, the
+    # solution in x, the inputs left as they are
+    with computation(FORWARD):
+        with interval(0, 1):
+            cp = c / b
+            dp = d / b
+        with interval(1, None):
+            m = 1.0 / (b - a * cp[0, 0, -1])
+            cp = c * m
+            dp = (d - a * dp[0, 0, -1]) * m
+    with computation(BACKWARD):
+        with interval(-1, None):
+            x = dp
+        with interval(0, -1):
+            x = dp - cp * x[0, 0, 1]  # noqa: F841
+
+
 def _numba_peers():
     import numba
 
