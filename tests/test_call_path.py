@@ -44,13 +44,19 @@ def _pair(func):
     return sk.stencil(func, backend="c"), sk.stencil(func, backend="numpy")
 
 
-def test_the_exact_path_is_taken_and_skips_the_key():
+def _bound(shape, seed):
+    """lap2 on "c" called twice with out= (so the exact path is bound), and its arrays."""
     _needs_c()
-    st, _ = _pair(lap2)
-    a = np.random.default_rng(0).random((20, 30))
+    ours, ref = _pair(lap2)
+    a = np.random.default_rng(seed).random(shape)
     out = np.zeros_like(a)
-    st(a, out=out)
-    st(a, out=out)
+    ours(a, out=out)
+    ours(a, out=out)
+    return ours, ref, a, out
+
+
+def test_the_exact_path_is_taken_and_skips_the_key():
+    st, _, a, out = _bound((20, 30), 0)
     assert st._exact is not None, "a unit-stride call with out= binds the exact path"
     specs = _CountingSpecs(st._specs)
     st._specs = specs
@@ -102,13 +108,7 @@ def test_alternating_scalar_types():
 
 
 def test_layouts_subclasses_and_byte_order_after_binding():
-    _needs_c()
-    ours, ref = _pair(lap2)
-    rng = np.random.default_rng(2)
-    a = rng.random((12, 14))
-    out = np.zeros_like(a)
-    ours(a, out=out)
-    ours(a, out=out)  # bound
+    ours, ref, a, out = _bound((12, 14), 2)
     cases = [
         a[:, ::2],                                   # non-unit last stride
         a.T,                                         # transposed
@@ -139,12 +139,7 @@ def test_layouts_subclasses_and_byte_order_after_binding():
 
 
 def test_errors_after_binding_are_the_keyed_paths_errors():
-    _needs_c()
-    ours, _ = _pair(lap2)
-    a = np.random.default_rng(3).random((10, 10))
-    out = np.zeros_like(a)
-    ours(a, out=out)
-    ours(a, out=out)
+    ours, _, a, out = _bound((10, 10), 3)
     with pytest.raises(ArgumentError, match="shape"):
         ours(a, out=np.zeros((10, 11)))
     with pytest.raises(ArgumentError):
