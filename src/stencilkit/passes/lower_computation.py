@@ -11,9 +11,11 @@ multistage:
   outermost loop parallel;
 - FORWARD/BACKWARD "columns": parallel over the outer horizontal axis, K sequential, every
   stage of the multistage fused into one body; temporaries read only at zero offset inside
-  the multistage are registers (locals), not arrays; with K contiguous, blocks of columns
-  are jammed under the K loop, and temporaries read only in the column are per-thread
-  column buffers, level-major so that the loop over the block's columns vectorizes; with
+  the multistage are registers (locals), not arrays; temporaries read only in the column
+  are per-thread buffers, level-major so that the innermost horizontal loop vectorizes over
+  them: with K contiguous, blocks of columns are jammed under the K loop and the buffers
+  hold one block's columns; otherwise (K outermost, a horizontal axis contiguous) they hold
+  the row of columns that one iteration of the parallel loop sweeps; with
   ``stage_columns``, the fields the group touches only in their own column are copied into
   such buffers too (and the written ones back) around each block's sweeps;
 - "planes": one ``ParallelRegion``; for each K level in order and each stage, a loop over
@@ -127,13 +129,13 @@ def _no_offset_crossing(a: MultiStage, b: MultiStage) -> bool:
     return True
 
 
-def column_temporaries(defn: c.ComputationDef, sched: Schedule, unit_k: bool,
+def column_temporaries(defn: c.ComputationDef, sched: Schedule,
                        registers: frozenset[str]) -> dict[str, tuple[int, int]]:
-    """Temporaries that can live in a per-thread column buffer, with the K levels they need
-    below and above the level being computed: written and read in one columns-mode
-    multistage (K contiguous, so columns are jammed), every read at horizontal offset 0."""
-    if not unit_k:
-        return {}
+    """Temporaries that can live in a per-thread buffer of the columns being swept, with the
+    K levels they need below and above the level being computed: written and read in one
+    group of columns-mode multistages, every read at horizontal offset 0. (On K-outermost
+    layouts a full 3-D temporary would be written and read back through memory: twice the
+    traffic of the fields themselves for a tridiagonal solve's cp and dp.)"""
     group_of = {m_i: g_i for g_i, g in enumerate(column_groups(sched)) for m_i, _ in g}
     out = {}
     varying = {a.field for a in variable_k_reads(defn)}  # need every level in memory
@@ -163,8 +165,7 @@ class ComputationLowering(PointLowering):
         self.sched = sched
         self.layout = layout
         self.registers = register_temporaries(defn, sched)
-        self.columns = column_temporaries(defn, sched, self.loop_order()[-1] == 2,
-                                          self.registers)
+        self.columns = column_temporaries(defn, sched, self.registers)
         self.column_buffers: dict[str, k.Buffer] = {}
         # Fields copied into column buffers around each block (stage_columns): the symbol
         # holding the lowest level the buffer keeps
@@ -240,17 +241,17 @@ class ComputationLowering(PointLowering):
     def index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
         if name in self.staged:  # (column within the jammed block, level - lowest level)
             assert self.jam_start is not None
-            inner = self.loop_order()[1]
+            inner = self.inner_axis()
             return (_op("-", _sym(self.counters[inner]), self.jam_start),
                     _op("-", _op("+", _sym(self.counters[2]), _const(off[2])),
                         _sym(self.staged[name])))
         return self.field_index(name, off)
 
     def field_index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
-        if name in self.columns:  # (column within the jammed block, level)
+        if name in self.columns:  # (column within the block or row, level)
             assert self.jam_start is not None
             jb = self.jam_start
-            inner = self.loop_order()[1]
+            inner = self.inner_axis()
             below = self.columns[name][0]
             return (_op("-", _sym(self.counters[inner]), jb),
                     _op("+", _sym(self.counters[2]), _const(below + off[2])))
@@ -288,6 +289,10 @@ class ComputationLowering(PointLowering):
         if unit is None:
             unit = 2
         return [a for a in (0, 1, 2) if a != unit] + [unit]
+
+    def inner_axis(self) -> int:
+        """The innermost horizontal axis: the loop that column buffers are indexed by."""
+        return [a for a in self.loop_order() if a != 2][-1]
 
     def k_bounds(self, iv: c.IntervalBlock) -> tuple[k.Expr, k.Expr]:
         nk = _sym(self.domain[2])
@@ -346,24 +351,17 @@ class ComputationLowering(PointLowering):
         unit_k = self.loop_order()[-1] == 2
         kc = self.counters[2]
         written = set().union(*(ms.written for _, ms in group))
-        arrays: list[k.Stmt] = []
-        jb = self.ctx.symbol("jb", k.INDEX)
-        if unit_k:
-            for t, (below, above) in sorted(self.columns.items()):
-                if t not in written:
-                    continue
-                span = _op("+", _sym(self.domain[2]), _const(below + above))
-                base = self.ctx.user_symbol(f"{t}_column", dict(self.defn.temporaries)[t],
-                                            pointer=True)
-                # level-major: the block's columns of one level are contiguous
-                buf = k.Buffer(t, base.dtype, base, (_const(COLUMN_BLOCK), span),
-                               (_const(1), _const(COLUMN_BLOCK)))
-                self.column_buffers[t] = buf
-                arrays.append(k.DeclareArray(buf, k.Op("*", (_const(COLUMN_BLOCK), span),
-                                                      dtype=k.INDEX)))
+        outer, inner_axis = order
+        start, stop = self.horizontal_range(inner_axis, ext)
+        if unit_k:  # one block of jammed columns
+            jb = self.ctx.symbol("jb", k.INDEX)
             self.jam_start = _sym(jb)
-            outer, inner_axis = order
-            start, stop = self.horizontal_range(inner_axis, ext)
+            width: k.Expr = _const(COLUMN_BLOCK)
+        else:  # the row of columns of one outer iteration
+            self.jam_start = start
+            width = _op("-", stop, start)
+        arrays = self.column_arrays(written, width)
+        if unit_k:
             block_end = k.MathCall("min", (_op("+", _sym(jb), _const(COLUMN_BLOCK)), stop),
                                    dtype=k.INDEX)
             staged = self.staged_fields(group, stages, ext)
@@ -381,9 +379,7 @@ class ComputationLowering(PointLowering):
                 if unit_k:
                     per_level.append(self.k_loop(kc, k0, k1, ms.policy, inner_t))
                 else:
-                    h = order[-1]
-                    start, stop = self.horizontal_range(h, ext)
-                    row = k.Loop(self.counters[h], start, stop, _const(1), inner_t,
+                    row = k.Loop(self.counters[inner_axis], start, stop, _const(1), inner_t,
                                  vectorize=True)
                     per_level.append(self.k_loop(kc, k0, k1, ms.policy, (row,)))
         body: tuple[k.Stmt, ...] = tuple(per_level)
@@ -395,15 +391,28 @@ class ComputationLowering(PointLowering):
                            tuple(arrays) + stage_in + body + stage_out),)
             for f in staged:  # the next group reads the fields themselves
                 del self.staged[f], self.column_buffers[f]
-            o_start, o_stop = self.horizontal_range(outer, ext)
-            body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
-                           parallel=k.Parallel()),)
-            return k.Section(title, body)
-        for depth, axis in reversed(list(enumerate(order[:-1]))):
-            start, stop = self.horizontal_range(axis, ext)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
-                           parallel=k.Parallel() if depth == 0 else None),)
+        else:
+            body = tuple(arrays) + body
+        o_start, o_stop = self.horizontal_range(outer, ext)
+        body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
+                       parallel=k.Parallel()),)
         return k.Section(title, body)
+
+    def column_arrays(self, written: set[str], width: k.Expr) -> list[k.Stmt]:
+        """The per-thread buffers of the column temporaries the group writes, ``width``
+        columns by the levels each needs; level-major, so that the innermost horizontal
+        loop runs over contiguous elements."""
+        arrays: list[k.Stmt] = []
+        for t, (below, above) in sorted(self.columns.items()):
+            if t not in written:
+                continue
+            span = _op("+", _sym(self.domain[2]), _const(below + above))
+            base = self.ctx.user_symbol(f"{t}_column", dict(self.defn.temporaries)[t],
+                                        pointer=True)
+            buf = k.Buffer(t, base.dtype, base, (width, span), (_const(1), width))
+            self.column_buffers[t] = buf
+            arrays.append(k.DeclareArray(buf, k.Op("*", (width, span), dtype=k.INDEX)))
+        return arrays
 
     def staged_fields(self, group: list[tuple[int, MultiStage]], stages: list[Stage],
                       ext: c.Extent) -> list[str]:

@@ -1,0 +1,140 @@
+"""Column temporaries on layouts where K is not contiguous (storages with K outermost,
+Fortran order): each iteration of the parallel loop keeps the row of columns it sweeps in
+per-thread buffers (levels x row, level-major) instead of writing full 3-D temporaries.
+
+Every backend runs these (the GPU lowerings keep such temporaries in memory); results must
+equal the "numpy" backend's on odd sizes, domains smaller than the arrays,
+K reads below and above the level, rows wider than the domain (a stage that needs a
+horizontal extent), and on C order too (where the block-of-columns scheme applies).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit import BACKWARD, FORWARD, PARALLEL, Field, computation, interval, registry
+
+
+def tridiag(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64],
+            d: Field[np.float64], x: Field[np.float64]):
+    # GT4Py's spelling: cp and dp are temporaries, read one level below in the forward sweep
+    # and at the level itself in the backward one
+    with computation(FORWARD):
+        with interval(0, 1):
+            cp = c / b
+            dp = d / b
+        with interval(1, None):
+            m = 1.0 / (b - a * cp[0, 0, -1])
+            cp = c * m
+            dp = (d - a * dp[0, 0, -1]) * m
+    with computation(BACKWARD):
+        with interval(-1, None):
+            x = dp
+        with interval(0, -1):
+            x = dp - cp * x[0, 0, 1]  # noqa: F841
+
+
+def reach(a: Field[np.float64], out: Field[np.float64]):
+    # t is read two levels below and one above where it is computed: its buffer keeps levels
+    # [-2, nk + 1); the reads below the written levels see the first sweep's values
+    with computation(FORWARD), interval(...):
+        t = a * 2.0 + 1.0
+    with computation(BACKWARD):
+        with interval(-1, None):
+            out = t
+        with interval(2, -1):
+            out = t[0, 0, -2] + t[0, 0, 1] - out[0, 0, 1] * 0.5
+        with interval(0, 2):
+            out = t + 0.25 * out[0, 0, 1]  # noqa: F841
+
+
+def wide(inp: Field[np.float64], out: Field[np.float64]):
+    # u is read at horizontal offsets, so the forward sweep computes it (and s) on the
+    # domain plus a halo of one: s, read only in its column, has a row buffer that wide,
+    # starting one column before the domain
+    with computation(FORWARD):
+        with interval(0, 1):
+            s = inp
+            u = 2.0 * s
+        with interval(1, None):
+            s = s[0, 0, -1] * 0.5 + inp
+            u = 2.0 * s - inp[0, 0, -1]
+    with computation(PARALLEL), interval(...):
+        out = u[1, 0, 0] - u[-1, 0, 0] + u[0, 1, 0] - 0.5 * u[0, -1, 0]  # noqa: F841
+
+
+LAYOUTS = {"storage": lambda x, be: sk.as_storage(x, backend=be),
+           "fortran": lambda x, be: np.asfortranarray(x),
+           "c-order": lambda x, be: np.ascontiguousarray(x)}
+
+
+def _run(defn, backend, layout, base, **geo):
+    make = LAYOUTS[layout]
+    want = [np.array(x) for x in base]
+    got = [make(x.copy(), backend) for x in base]
+    sk.stencil(defn, backend="numpy")(*want, **geo)
+    sk.stencil(defn, backend=backend)(*got, **geo)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12, err_msg=layout)
+
+
+def _fields(shape, n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.random(shape) + (4.0 if i == 1 else 0.0) for i in range(n)]
+
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 7, 5), (5, 17, 2), (2, 9, 33)])
+def test_tridiagonal_temporaries_match_numpy(backend, layout, shape):
+    _run(tridiag, backend, layout, _fields(shape, 4) + [np.zeros(shape)])
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_domain_inside_larger_arrays(backend, layout):
+    """Origins and domains that leave columns and levels untouched on every side: the row
+    buffer is as wide as the domain's row, not the array's."""
+    shape = (6, 11, 9)
+    _run(tridiag, backend, layout, _fields(shape, 4, seed=1) + [np.zeros(shape)],
+         origin=(1, 3, 2), domain=(4, 5, 6))
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("nk", [3, 4, 10])
+def test_reads_below_and_above_the_level(backend, layout, nk):
+    shape = (3, 6, nk)
+    _run(reach, backend, layout, _fields(shape, 1, seed=nk) + [np.zeros(shape)])
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_rows_wider_than_the_domain(backend, layout):
+    shape = (7, 9, 5)
+    _run(wide, backend, layout, _fields(shape, 1, seed=3) + [np.zeros(shape)],
+         origin=(2, 2, 0), domain=(3, 5, 5))
+
+
+def test_storages_keep_the_temporaries_in_row_buffers():
+    """The code built for K-outermost storages: cp and dp are per-thread row buffers, not
+    arrays handed in by the caller (whose strides would be kernel parameters)."""
+    reason = registry.REGISTRY["c"].probe()
+    if reason is not None:
+        pytest.skip(f"backend c: {reason}")
+    shape = (4, 6, 5)
+    fields = [sk.as_storage(x, backend="c") for x in _fields(shape, 4) + [np.zeros(shape)]]
+    assert fields[0].strides[2] > fields[0].strides[1] == 8  # K outermost, J contiguous
+    st = sk.stencil(tridiag, backend="c")
+    err = io.StringIO()
+    sk.configure(dump="code")
+    try:
+        with contextlib.redirect_stderr(err):
+            st(*fields)
+    finally:
+        sk.configure(dump=())
+    src = err.getvalue()
+    assert "cp_column_[j + " in src and "dp_column_[j + " in src, src
+    assert "cp_stride" not in src and "dp_stride" not in src, src
