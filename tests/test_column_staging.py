@@ -6,6 +6,8 @@ where nothing is copied (storages with K outermost, Fortran order)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,94 @@ def test_c_order_copies_the_columns():
     assert "inp_column_[" not in src
     src = sk.stencil(k_halos, backend="c").generate(backend="c")
     assert "a_column_[" in src and "out_column_[" in src
+
+
+# Outputs whose column buffer the sweep fills before reading it are not copied in. Each
+# definition below breaks one condition of that, so its copy-in must stay: the fields start
+# with random values, which a skipped copy would lose (or replace with whatever the buffer held).
+
+
+def solve_x(b: Field[float], d: Field[float], x: Field[float]):
+    # x is set on every level before it is read: no copy-in
+    with computation(FORWARD):
+        with interval(0, 1):
+            dp = d / b
+        with interval(1, None):
+            dp = (d - 0.3 * dp[0, 0, -1]) / b
+    with computation(BACKWARD):
+        with interval(-1, None):
+            x = dp
+        with interval(0, -1):
+            x = dp - 0.2 * x[0, 0, 1]  # noqa: F841
+
+
+def some_levels(b: Field[float], x: Field[float]):
+    # level 0 is never written: it keeps its value
+    with computation(FORWARD), interval(1, None):
+        x = b + 0.5 * x[0, 0, -1]  # noqa: F841
+
+
+def old_value_first(b: Field[float], x: Field[float]):
+    with computation(FORWARD):
+        with interval(0, 1):
+            x = b
+        with interval(1, None):
+            x = x + b * x[0, 0, -1]  # noqa: F841
+
+
+def not_swept_yet(b: Field[float], x: Field[float]):
+    # a BACKWARD sweep reading the level below: not written yet
+    with computation(BACKWARD):
+        with interval(0, 1):
+            x = b
+        with interval(1, None):
+            x = b - 0.5 * x[0, 0, -1]  # noqa: F841
+
+
+def conditional_first(b: Field[float], x: Field[float]):
+    with computation(FORWARD), interval(...):
+        if b > 0.5:
+            x = b
+        x = x * 2.0  # noqa: F841
+
+
+def beyond_the_top(b: Field[float], x: Field[float]):
+    # reads one level above the domain (its halo), which the sweep never writes
+    with computation(BACKWARD), interval(...):
+        x = b + 0.5 * x[0, 0, 1]  # noqa: F841
+
+
+def read_by_an_earlier_sweep(b: Field[float], x: Field[float], y: Field[float]):
+    # the first sweep of the group reads x as it was; the second one sets it
+    with computation(FORWARD), interval(...):
+        y = b + x
+    with computation(BACKWARD), interval(...):
+        x = 2.0 * y  # noqa: F841
+
+
+KEEPS_COPY = [some_levels, old_value_first, not_swept_yet, conditional_first, beyond_the_top,
+              read_by_an_earlier_sweep]
+
+
+@pytest.mark.parametrize("defn", [solve_x, *KEEPS_COPY], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("nj", [3, 11])
+def test_outputs_match_numpy_with_and_without_copy_in(defn, nj):
+    n = len(defn.__annotations__)
+    geo = {"origin": (0, 0, 0), "domain": (2, nj, 5)} if defn is beyond_the_top else {}
+    _compare(defn, n, (2, nj, 6 if geo else 5), **geo)
+
+
+def test_only_outputs_filled_before_read_skip_the_copy_in():
+    """The decision itself, read from the code for C-ordered fields: x of the solve is written
+    back but never copied in; every other definition copies its x in."""
+    copy_in = re.compile(r"\bx_column_\[[^\]]*\] = x_\[")
+    copy_out = re.compile(r"\bx_\[[^\]]*\] = x_column_\[")
+
+    def source(defn):
+        return sk.stencil(defn, backend="c").generate(backend="c")
+
+    src = source(solve_x)
+    assert copy_out.search(src) and not copy_in.search(src)
+    for defn in KEEPS_COPY:
+        src = source(defn)
+        assert copy_in.search(src) and copy_out.search(src), defn.__name__

@@ -153,6 +153,56 @@ def column_temporaries(defn: c.ComputationDef, sched: Schedule,
     return out
 
 
+def _chained(intervals: list[c.IntervalBlock]) -> bool:
+    """Whether the intervals, in K order, cover [0, nk) one after the other for every nk: each
+    starts where the one before ends (the clamping to [0, nk) keeps such a chain a cover)."""
+    ivs = sorted(intervals, key=lambda iv: (iv.start.from_end, iv.start.offset))
+    return bool(ivs) and ivs[0].start == c.AxisBound(0, False) \
+        and ivs[-1].end == c.AxisBound(0, True) \
+        and all(a.end == b.start for a, b in zip(ivs, ivs[1:]))
+
+
+def written_before_read(f: str, group: list[tuple[int, MultiStage]]) -> bool:
+    """Whether the group sets every level of ``f`` in [0, nk) before it reads any: then a
+    column buffer of ``f`` needs no copy of the field's old values. True when the first
+    multistage of the group that touches ``f`` is a sweep whose intervals cover [0, nk) one
+    after the other; in each interval the first statement that mentions ``f`` assigns it
+    unconditionally at the level itself; and its reads are at the level after that
+    assignment, or at levels the sweep has already passed that lie inside [0, nk)."""
+    for _, ms in group:
+        mentions = [u for isched in ms.intervals for st in isched.stages for u in st.units
+                    if f in writes(u) or any(a.field == f for a in reads(u))]
+        if not mentions:
+            continue
+        if ms.policy not in ("FORWARD", "BACKWARD") or \
+                not _chained([isched.interval for isched in ms.intervals]):
+            return False
+        step = 1 if ms.policy == "FORWARD" else -1
+        for isched in ms.intervals:
+            start, end = isched.interval.start, isched.interval.end
+            assigned = False
+            for st in isched.stages:
+                for u in st.units:
+                    for acc in reads(u):
+                        if acc.field != f:
+                            continue
+                        dk = offsets(acc)[2]
+                        if not assigned and dk == 0 or dk * step > 0:
+                            return False  # the old value, or a level not swept yet
+                        if dk > 0 and not (end.from_end and end.offset + dk <= 0):
+                            return False  # above the top level
+                        if dk < 0 and not (not start.from_end and start.offset + dk >= 0):
+                            return False  # below the bottom level
+                    if f in writes(u):
+                        if not (type(u) is d.Assign and u.target == f) and not assigned:
+                            return False  # a conditional or offset write comes first
+                        assigned = True
+            if not assigned:
+                return False
+        return True
+    return False
+
+
 class ComputationLowering(PointLowering):
     """Reuses the point-kernel expression lowering; accesses become origin-relative loads."""
 
@@ -366,7 +416,7 @@ class ComputationLowering(PointLowering):
                                    dtype=k.INDEX)
             staged = self.staged_fields(group, stages, ext)
             stage_in, stage_out = self.stage_copies(staged, written, inner_axis, _sym(jb),
-                                                    block_end)
+                                                    block_end, self.fresh_fields(staged, group))
         per_level: list[k.Stmt] = []
         for _, ms in group:
             for isched in ms.intervals:
@@ -436,11 +486,22 @@ class ComputationLowering(PointLowering):
                       and not fields[n].data_dims and n not in varying
                       and self.layout.get(n) == 2)
 
+    def fresh_fields(self, staged: list[str], group: list[tuple[int, MultiStage]]
+                     ) -> set[str]:
+        """The staged fields whose buffers the group fills before reading them, over exactly
+        the levels copied back: an output such as a tridiagonal solve's ``x`` is then only
+        written to memory, not also read (a sixth of the solve's traffic)."""
+        whole = (_const(0), _sym(self.domain[2]))
+        return {f for f in staged
+                if self.staged_levels(f) == whole and written_before_read(f, group)}
+
     def stage_copies(self, staged: list[str], written: set[str], axis: int, start: k.Expr,
-                     stop: k.Expr) -> tuple[tuple[k.Stmt, ...], tuple[k.Stmt, ...]]:
+                     stop: k.Expr, fresh: set[str]
+                     ) -> tuple[tuple[k.Stmt, ...], tuple[k.Stmt, ...]]:
         """Per staged field: its level range and buffer, then one loop over the block's
-        columns copying each field's column in (contiguous reads), and one copying the
-        written fields back. Fields with one level range share one loop over the levels."""
+        columns copying each field's column in (contiguous reads; not the ``fresh`` ones),
+        and one copying the written fields back. Fields with one level range share one loop
+        over the levels."""
         kc, jc = self.counters[2], self.counters[axis]
         dtype = {f.name: f.dtype for f in self.defn.fields}
         decls: list[k.Stmt] = []
@@ -463,14 +524,16 @@ class ComputationLowering(PointLowering):
                 decls.append(k.DeclareArray(buf, k.Op("*", (_const(COLUMN_BLOCK), span),
                                                       dtype=k.INDEX)))
                 home = self.field_index(f, (0, 0, 0))
-                copy_in.append(k.Store(buf, local, k.Load(self.buffers[f], home,
-                                                          dtype=dtype[f])))
+                if f not in fresh:
+                    copy_in.append(k.Store(buf, local, k.Load(self.buffers[f], home,
+                                                              dtype=dtype[f])))
                 if f in written:
                     copy_out.append(k.Store(self.buffers[f], home,
                                             k.Load(buf, local, dtype=dtype[f])))
                 self.staged[f] = lo_s
                 self.column_buffers[f] = buf
-            ins.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_in)))
+            if copy_in:
+                ins.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_in)))
             if copy_out:
                 outs.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_out)))
         copy_in = (k.Loop(jc, start, stop, _const(1), tuple(ins)),) if ins else ()
