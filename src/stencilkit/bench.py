@@ -516,6 +516,11 @@ def case_tridiag(n: int, nk: int, repeats: int) -> dict:
         _same(f"stencilkit tridiag with temporaries ({layout})", x_out, work[layout][3])
         fns[f"stencilkit-c-{layout}-temporaries"] = (
             lambda args=args, x_out=x_out: temps(*args, x_out))
+        x_hand = np.zeros_like(x_out)
+        hand_x = bench_handc.tridiag_x(*args[:4], x_hand)
+        hand_x()
+        _same(f"hand-c tridiag with temporaries ({layout})", x_hand, work[layout][3])
+        fns[f"hand-c-{layout}-temporaries"] = hand_x
     nb = _numba()
     if nb is not None:
         fns["numba-njit-parallel"] = lambda: defs.tridiag_numba(*work["c-order"])

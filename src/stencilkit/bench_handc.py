@@ -22,6 +22,7 @@ import numpy as np
 
 _SOURCE = r"""
 #include <stdint.h>
+#include <stdlib.h>
 #define IDX3(i, j, k) ((i) * s0 + (j) * s1 + (k))
 
 void jacobi2d(const double *restrict a, double *restrict out, int64_t n0, int64_t n1) {
@@ -134,6 +135,91 @@ void tridiag_blocks(const double *restrict a, const double *restrict b, double *
     }
 }
 
+/* GT4Py's spelling (a, b, c, d unchanged; cp and dp temporaries; the solution in x), as a
+ * good C programmer writes it for C-ordered arrays: tridiag_blocks' scheme, with cp, dp and x
+ * in the block's level-major buffers and only x copied back. */
+void tridiag_x_blocks(const double *restrict a, const double *restrict b,
+                      const double *restrict c, const double *restrict d, double *restrict x,
+                      int64_t ni, int64_t nj, int64_t nk) {
+    #pragma omp parallel
+    {
+    double *buf = malloc(sizeof(double) * 7 * TB * nk);
+    double *ta = buf, *tb = ta + TB * nk, *tc = tb + TB * nk, *td = tc + TB * nk;
+    double *cp = td + TB * nk, *dp = cp + TB * nk, *tx = dp + TB * nk;
+    #pragma omp for schedule(static)
+    for (int64_t i = 0; i < ni; ++i)
+        for (int64_t jb = 0; jb < nj; jb += TB) {
+            const int64_t w = jb + TB <= nj ? TB : nj - jb, o0 = (i * nj + jb) * nk;
+            for (int64_t j = 0; j < w; ++j)
+                for (int64_t k = 0; k < nk; ++k) {
+                    ta[k * TB + j] = a[o0 + j * nk + k];
+                    tb[k * TB + j] = b[o0 + j * nk + k];
+                    tc[k * TB + j] = c[o0 + j * nk + k];
+                    td[k * TB + j] = d[o0 + j * nk + k];
+                }
+            for (int64_t j = 0; j < w; ++j) {
+                cp[j] = tc[j] / tb[j];
+                dp[j] = td[j] / tb[j];
+            }
+            for (int64_t k = 1; k < nk; ++k)
+                #pragma GCC ivdep
+                for (int64_t j = 0; j < w; ++j) {
+                    double m = 1.0 / (tb[k * TB + j] - ta[k * TB + j] * cp[(k - 1) * TB + j]);
+                    cp[k * TB + j] = tc[k * TB + j] * m;
+                    dp[k * TB + j] = (td[k * TB + j] - ta[k * TB + j] * dp[(k - 1) * TB + j]) * m;
+                }
+            for (int64_t j = 0; j < w; ++j) tx[(nk - 1) * TB + j] = dp[(nk - 1) * TB + j];
+            for (int64_t k = nk - 2; k >= 0; --k)
+                #pragma GCC ivdep
+                for (int64_t j = 0; j < w; ++j)
+                    tx[k * TB + j] = dp[k * TB + j] - cp[k * TB + j] * tx[(k + 1) * TB + j];
+            for (int64_t j = 0; j < w; ++j)
+                for (int64_t k = 0; k < nk; ++k) x[o0 + j * nk + k] = tx[k * TB + j];
+        }
+    free(buf);
+    }
+}
+
+/* GT4Py's spelling where J has unit stride and K is outermost (the peer-bench's "kij"): each
+ * thread sweeps K over its own rows of J, cp and dp in per-thread row buffers. */
+void tridiag_x_planes(const double *restrict a, const double *restrict b,
+                      const double *restrict c, const double *restrict d, double *restrict x,
+                      int64_t ni, int64_t nj, int64_t nk, int64_t si, int64_t sk) {
+    #pragma omp parallel
+    {
+    double *cp = malloc(sizeof(double) * 2 * nj * nk), *dp = cp + nj * nk;
+    #pragma omp for schedule(static)
+    for (int64_t i = 0; i < ni; ++i) {
+        const int64_t r = i * si;
+        #pragma GCC ivdep
+        for (int64_t j = 0; j < nj; ++j) {
+            cp[j] = c[r + j] / b[r + j];
+            dp[j] = d[r + j] / b[r + j];
+        }
+        for (int64_t k = 1; k < nk; ++k) {
+            const int64_t o = r + k * sk;
+            double *cpk = cp + k * nj, *dpk = dp + k * nj;
+            #pragma GCC ivdep
+            for (int64_t j = 0; j < nj; ++j) {
+                double m = 1.0 / (b[o + j] - a[o + j] * cpk[j - nj]);
+                cpk[j] = c[o + j] * m;
+                dpk[j] = (d[o + j] - a[o + j] * dpk[j - nj]) * m;
+            }
+        }
+        #pragma GCC ivdep
+        for (int64_t j = 0; j < nj; ++j)
+            x[r + (nk - 1) * sk + j] = dp[(nk - 1) * nj + j];
+        for (int64_t k = nk - 2; k >= 0; --k) {
+            const int64_t o = r + k * sk;
+            #pragma GCC ivdep
+            for (int64_t j = 0; j < nj; ++j)
+                x[o + j] = dp[k * nj + j] - cp[k * nj + j] * x[o + sk + j];
+        }
+    }
+    free(cp);
+    }
+}
+
 void tridiag_planes(const double *restrict a, const double *restrict b, double *restrict c,
                     double *restrict d, int64_t ni, int64_t nj, int64_t nk,
                     int64_t si, int64_t sk) {
@@ -215,6 +301,24 @@ def tridiag(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, *,
     elif a.strides[1] == item and a.strides[2] >= a.strides[0] * ni:
         f, args = library().tridiag_planes, [*ptrs, *_ints(ni, nj, nk, a.strides[0] // item,
                                                            a.strides[2] // item)]
+    else:
+        raise ValueError(f"no hand-written tridiagonal solve for strides {a.strides}")
+    return lambda: f(*args)
+
+
+def tridiag_x(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+              x: np.ndarray) -> Callable[[], object]:
+    """GT4Py's spelling (cp/dp temporaries, output ``x``; the inputs unchanged): blocks of
+    columns on C-ordered arrays, K-outer sweeps over per-thread row buffers where J has unit
+    stride and K is outermost; the five arrays share one layout."""
+    ni, nj, nk = a.shape
+    item = a.itemsize
+    ptrs = [_ptr(v) for v in (a, b, c, d, x)]
+    if a.flags.c_contiguous:
+        f, args = library().tridiag_x_blocks, [*ptrs, *_ints(ni, nj, nk)]
+    elif a.strides[1] == item and a.strides[2] >= a.strides[0] * ni:
+        f, args = library().tridiag_x_planes, [*ptrs, *_ints(ni, nj, nk, a.strides[0] // item,
+                                                             a.strides[2] // item)]
     else:
         raise ValueError(f"no hand-written tridiagonal solve for strides {a.strides}")
     return lambda: f(*args)
