@@ -19,24 +19,9 @@ import pytest
 import stencilkit as sk
 from stencilkit import BACKWARD, FORWARD, PARALLEL, Field, computation, interval, registry
 
-
-def tridiag(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64],
-            d: Field[np.float64], x: Field[np.float64]):
-    # GT4Py's spelling: cp and dp are temporaries, read one level below in the forward sweep
-    # and at the level itself in the backward one
-    with computation(FORWARD):
-        with interval(0, 1):
-            cp = c / b
-            dp = d / b
-        with interval(1, None):
-            m = 1.0 / (b - a * cp[0, 0, -1])
-            cp = c * m
-            dp = (d - a * dp[0, 0, -1]) * m
-    with computation(BACKWARD):
-        with interval(-1, None):
-            x = dp
-        with interval(0, -1):
-            x = dp - cp * x[0, 0, 1]  # noqa: F841
+# GT4Py's spelling: cp and dp temporaries, read one level below in the forward sweep and at
+# the level itself in the backward one
+from stencilkit.bench_definitions import tridiagonal_temporaries as tridiag
 
 
 def reach(a: Field[np.float64], out: Field[np.float64]):
