@@ -2,8 +2,9 @@
 
 Each example is emitted as source text, loaded twice like the corpus (as written for GT4Py,
 and with its imports rewritten to stencilkit), run on GT4Py's "numpy" backend and on each of
-our backends with the same random inputs, and every field compared. The strategy is split by
-feature, so that a known bug marks only the tests whose programs use that feature.
+our backends with the same random inputs (in C order, Fortran order or K outermost, chosen
+per program: each layout lowers differently), and every field compared. The strategy is split
+by feature, so that a known bug marks only the tests whose programs use that feature.
 
 When GT4Py rejects a program: a statement reading at a horizontal offset the field it writes
 must be rejected by us too (our rule 2); GT4Py's per-interval-block restrictions that are
@@ -95,6 +96,22 @@ def _copy(args: dict) -> dict:
     return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
 
 
+def _k_outermost(a: np.ndarray) -> np.ndarray:
+    """A copy with K outermost and J contiguous: GT4Py's and our storages' layout."""
+    out = np.empty(a.shape[2:] + a.shape[:2], dtype=a.dtype).transpose(1, 2, 0)
+    out[...] = a
+    return out
+
+
+# The layout our backends get the fields in (GT4Py always gets C order): each layout lowers
+# differently (column blocks and staging with K contiguous, row buffers with K outermost)
+LAYOUTS = (np.ascontiguousarray, np.asfortranarray, _k_outermost)
+
+
+def _layout(program):
+    return LAYOUTS[len(program.source) % len(LAYOUTS)]
+
+
 def check_program(program) -> None:
     """GT4Py's result against each backend's; raises with every backend that differs."""
     note(program.source)
@@ -124,10 +141,13 @@ def check_program(program) -> None:
     problems = []
     test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
     _examples[test] = _examples.get(test, 0) + 1
+    layout = _layout(program)
+    note(f"our fields' layout: {layout.__name__}")
     for backend in BACKENDS:
         if backend in _FEW and _examples[test] > NUMBA_EXAMPLES:
             continue
-        ours = _copy(inputs)
+        ours = {k: layout(v) if isinstance(v, np.ndarray) else v
+                for k, v in _copy(inputs).items()}
         try:
             loader.our_stencil(ours_def, backend)(**ours, origin=program.origin,
                                                   domain=program.domain)
