@@ -104,8 +104,15 @@ def test_c_platform_leaves_no_abstract_node():
     pragmas = ["".join(p if isinstance(p, str) else "<e>" for p in n.parts)
                for n in _nodes(lowered, k.Pragma)]
     assert "omp parallel for schedule(static) reduction(+: <e>[:1]) reduction(max: <e>[:2]) " \
-           "if(<e>) num_threads(sk_team_size())" in pragmas
-    assert pragmas.count("omp atomic") == 2 and pragmas.count("omp atomic write") == 1
+           "num_threads(sk_team_size())" in pragmas
+    # the only_if condition is a branch around the pragma'd loop and a serial copy of it,
+    # not OpenMP's if clause (which still pays for a team of one)
+    branch = _nodes(lowered, k.Branch)[0]
+    assert isinstance(branch.then[0], k.Pragma) and isinstance(branch.then[1], k.Loop)
+    assert branch.orelse == (branch.then[1],)
+    assert not any("if(" in p for p in pragmas)
+    # (in each copy: the serial one keeps its atomics, harmless outside a parallel region)
+    assert pragmas.count("omp atomic") == 4 and pragmas.count("omp atomic write") == 2
     assert isinstance(lowered.body[0], k.Declare) and isinstance(lowered.body[-1], k.Return)
     assert lowered.params == _loop(atomic=True).params
 
@@ -331,3 +338,17 @@ def test_printed_loop_compiles(tmp_path, atomic):
     done = subprocess.run([cc, "-std=gnu11", "-fopenmp", "-fsyntax-only", "-Wall", "-Werror",
                            str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_c_platform_keeps_the_if_clause_for_large_bodies(monkeypatch):
+    """A body above SERIAL_COPY_NODES is compiled once, under OpenMP's if clause."""
+    from stencilkit.passes.platforms import c as c_platform
+
+    monkeypatch.setattr(c_platform, "SERIAL_COPY_NODES", 1)
+    lowered = C_PLATFORM.lower(_loop(atomic=True))
+    pragmas = ["".join(p if isinstance(p, str) else "<e>" for p in n.parts)
+               for n in _nodes(lowered, k.Pragma)]
+    assert "omp parallel for schedule(static) reduction(+: <e>[:1]) reduction(max: <e>[:2]) " \
+           "if(<e>) num_threads(sk_team_size())" in pragmas
+    assert not any(b.orelse and isinstance(b.orelse[0], k.Loop)  # no serial copy
+                   for b in _nodes(lowered, k.Branch))

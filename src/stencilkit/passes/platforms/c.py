@@ -16,6 +16,10 @@ _HELPER_MATH = ("min", "max", "minimum", "maximum", "abs", "sign")
 _TESTS = ("isnan", "isinf", "isfinite")
 # an explicit team size (codegen/c.py's prelude says why)
 _TEAM = " num_threads(sk_team_size())"
+# A parallel loop with a run-in-parallel-only-if condition gets a serial copy when its body
+# has at most this many IR nodes (small kernels, whose calls are short); larger ones keep
+# OpenMP's if clause rather than compile their body twice.
+SERIAL_COPY_NODES = 2000
 
 
 class CPlatform(Platform):
@@ -32,11 +36,17 @@ class CPlatform(Platform):
         for r in par.reductions:
             parts += [f" reduction({r.op}: ", k.Sym(r.buffer.base, dtype=r.buffer.element_type),
                       f"[:{r.size}])"]
-        if par.only_if is not None:
+        plain = dataclasses.replace(loop, parallel=None, vectorize=False)
+        serial_copy = par.only_if is not None and not par.shared and \
+            sum(1 for _ in walk(plain)) <= SERIAL_COPY_NODES
+        if par.only_if is not None and not serial_copy:
             parts += [" if(", par.only_if, ")"]
         if not par.shared:
             parts.append(_TEAM)
-        plain = dataclasses.replace(loop, parallel=None, vectorize=False)
+        if serial_copy:
+            # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one
+            # for that, about 0.5 us per loop, a third of a small stencil's call
+            return (k.Branch(par.only_if, (k.Pragma(tuple(parts)), plain), (plain,)),)
         return (k.Pragma(tuple(parts)), plain)
 
     def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
