@@ -340,6 +340,10 @@ class ComputationLowering(PointLowering):
             unit = 2
         return [a for a in (0, 1, 2) if a != unit] + [unit]
 
+    def full_k_bounds(self) -> tuple[k.Expr, k.Expr]:
+        """The bounds of a loop over every level of the domain (``interval(...)``)."""
+        return self.k_bounds(c.IntervalBlock(c.AxisBound(0, False), c.AxisBound(0, True), ()))
+
     def inner_axis(self) -> int:
         """The innermost horizontal axis: the loop that column buffers are indexed by."""
         return [a for a in self.loop_order() if a != 2][-1]

@@ -79,6 +79,7 @@ class CBackend(Backend):
         from ..build.extension import build_extension, current_toolchain, module_name
         from ..codegen import c as cgen
         from ..codegen.kernel_text import kernel_ir_text
+        from ..passes.collapse_rows import collapse_contiguous_rows
         from ..passes.lower_computation import (
             AXES,
             ComputationLowering,
@@ -95,6 +96,10 @@ class CBackend(Backend):
         # C-ordered arrays: 0.8x the time of the strided jammed loop)
         lowering = ComputationLowering(defn, sched, layout, src, stage_columns=True)
         kf = lowering.lower_all()
+        if lowering.loop_order() == [0, 1, 2]:  # K contiguous: J and K loops may collapse
+            kf = collapse_contiguous_rows(kf, lowering.counters[1], lowering.counters[2],
+                                          lowering.domain[1], lowering.domain[2],
+                                          lowering.full_k_bounds())
         dump("kernel", defn.name, kernel_ir_text(kf))
         kf = self.platform().lower(kf)
         source, _ = cgen.kernel_source(kf)
