@@ -94,6 +94,20 @@ void tridiag_columns(const double *restrict a, const double *restrict b, double 
  * 1.2-1.3x), a K-outer sweep over each I's row of J (1.5x), blocks of 16 (1.1x), and
  * forward sweeps reading the columns in place (1.3x). */
 #define TB 8
+/* The w (<= TB) columns from o0 of a, b, c, d, each nk long, into level-major buffers. */
+static inline void block_in(const double *restrict a, const double *restrict b,
+                            const double *restrict c, const double *restrict d,
+                            double *restrict ta, double *restrict tb, double *restrict tc,
+                            double *restrict td, int64_t o0, int64_t w, int64_t nk) {
+    for (int64_t j = 0; j < w; ++j)
+        for (int64_t k = 0; k < nk; ++k) {
+            ta[k * TB + j] = a[o0 + j * nk + k];
+            tb[k * TB + j] = b[o0 + j * nk + k];
+            tc[k * TB + j] = c[o0 + j * nk + k];
+            td[k * TB + j] = d[o0 + j * nk + k];
+        }
+}
+
 void tridiag_blocks(const double *restrict a, const double *restrict b, double *restrict c,
                     double *restrict d, int64_t ni, int64_t nj, int64_t nk) {
     #pragma omp parallel
@@ -104,13 +118,7 @@ void tridiag_blocks(const double *restrict a, const double *restrict b, double *
     for (int64_t i = 0; i < ni; ++i)
         for (int64_t jb = 0; jb < nj; jb += TB) {
             const int64_t w = jb + TB <= nj ? TB : nj - jb, o0 = (i * nj + jb) * nk;
-            for (int64_t j = 0; j < w; ++j)
-                for (int64_t k = 0; k < nk; ++k) {
-                    ta[k * TB + j] = a[o0 + j * nk + k];
-                    tb[k * TB + j] = b[o0 + j * nk + k];
-                    tc[k * TB + j] = c[o0 + j * nk + k];
-                    td[k * TB + j] = d[o0 + j * nk + k];
-                }
+            block_in(a, b, c, d, ta, tb, tc, td, o0, w, nk);
             for (int64_t j = 0; j < w; ++j) {
                 tc[j] /= tb[j];
                 td[j] /= tb[j];
@@ -150,13 +158,7 @@ void tridiag_x_blocks(const double *restrict a, const double *restrict b,
     for (int64_t i = 0; i < ni; ++i)
         for (int64_t jb = 0; jb < nj; jb += TB) {
             const int64_t w = jb + TB <= nj ? TB : nj - jb, o0 = (i * nj + jb) * nk;
-            for (int64_t j = 0; j < w; ++j)
-                for (int64_t k = 0; k < nk; ++k) {
-                    ta[k * TB + j] = a[o0 + j * nk + k];
-                    tb[k * TB + j] = b[o0 + j * nk + k];
-                    tc[k * TB + j] = c[o0 + j * nk + k];
-                    td[k * TB + j] = d[o0 + j * nk + k];
-                }
+            block_in(a, b, c, d, ta, tb, tc, td, o0, w, nk);
             for (int64_t j = 0; j < w; ++j) {
                 cp[j] = tc[j] / tb[j];
                 dp[j] = td[j] / tb[j];
