@@ -154,3 +154,111 @@ def test_errors_after_binding_are_the_keyed_paths_errors():
     with pytest.raises(ArgumentError):
         ours(a, out=read_only)
     np.testing.assert_array_equal(ours(a, out=out), out)  # and the exact path still works
+
+
+# ---------------------------------------------------------------- the C call slot
+
+def weighted(a, w):
+    return w[0] * a[-1] + w[1] * a[0] + w[2] * a[1]
+
+
+def _python_calls(st, *args, **kwargs) -> int:
+    """How many Python frames named ``__call__`` one call of ``st`` enters."""
+    import sys
+
+    seen = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "__call__":
+            seen.append(frame.f_code)
+
+    sys.setprofile(profile)
+    try:
+        st(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+    return len(seen)
+
+
+def test_bound_calls_enter_no_python_frame():
+    st, ref, a, out = _bound((16, 18), 4)
+    assert type(st) is not sk.PointStencil and isinstance(st, sk.PointStencil)
+    assert _python_calls(st, a, out=out) == 0, "a bound call runs from the C call slot"
+    want = np.zeros_like(a)
+    ref(a, out=want)
+    np.testing.assert_array_equal(out, want)
+    # anything else goes through the Python __call__, and gives its results
+    assert _python_calls(st, a) >= 1
+    assert _python_calls(st, a.astype(np.float32), out=out) >= 1
+    np.testing.assert_array_equal(st(a), ref(a))
+
+
+def test_the_moved_object_looks_the_same():
+    import inspect
+    import pickle
+
+    st, _, a, out = _bound((8, 9), 5)
+    plain = sk.stencil(lap2, backend="c")
+    assert type(st).__name__ == "PointStencil" and type(st).__qualname__ == "PointStencil"
+    assert type(st).__call__ is sk.PointStencil.__call__
+    assert inspect.signature(st) == inspect.signature(plain)
+    assert st.__name__ == "lap2" and st.neighborhood == ((-1, 1), (-1, 1))
+    clone = pickle.loads(pickle.dumps(st))
+    np.testing.assert_array_equal(clone(a), st(a))
+    # alternating signatures reuse one class per specialization
+    f32 = a.astype(np.float32)
+    seen = set()
+    for x in (a, f32, a, f32, a):
+        st(x, out=out)
+        st(x, out=out)
+        seen.add(type(st))
+    assert len(seen) == 2
+
+
+def test_subclasses_keep_their_own_call():
+    _needs_c()
+
+    class Counting(sk.PointStencil):
+        calls = 0
+
+        def __call__(self, *args, **kwargs):
+            type(self).calls += 1
+            return super().__call__(*args, **kwargs)
+
+    st = Counting(lap2, backend="c")
+    a = np.random.default_rng(6).random((7, 7))
+    out = np.zeros_like(a)
+    for _ in range(4):
+        st(a, out=out)
+    assert type(st) is Counting and Counting.calls == 4
+
+
+def test_statuses_and_refusals_from_the_call_slot():
+    """A status the kernel returns (an absolute index out of range), an overlap, a read-only
+    or misshapen out: each as on the Python path, after the slot is bound."""
+    _needs_c()
+    st = sk.stencil(weighted, standard_indexing=("w",), backend="c")
+    a = np.arange(10.0)
+    w = np.array([1.0, 2.0, 3.0])
+    out = np.zeros_like(a)
+    st(a, w, out=out)
+    st(a, w, out=out)
+    assert _python_calls(st, a, w, out=out) == 0
+    with pytest.raises(ArgumentError, match="out of range"):
+        st(a, np.ones(2), out=out)
+    b = a.copy()
+    st(b, w, out=b)  # out is the input: computed from a copy
+    want = a.copy()
+    want[1:-1] = a[:-2] + 2 * a[1:-1] + 3 * a[2:]
+    np.testing.assert_array_equal(b, want)
+    read_only = np.zeros_like(a)
+    read_only.flags.writeable = False
+    with pytest.raises(ArgumentError, match="read-only"):
+        st(a, w, out=read_only)
+    with pytest.raises(ArgumentError, match="shape"):
+        st(a, w, out=np.zeros(11))
+    with pytest.raises(ArgumentError, match="keyword"):
+        st(a, w, out=out, extra=1)
+    with pytest.raises(ArgumentError, match="argument"):
+        st(a, out=out)
+    np.testing.assert_array_equal(st(a, w, out=out)[1:-1], want[1:-1])

@@ -123,6 +123,7 @@ class PointStencil:
         # call with the same types goes straight to its entry (``codegen.c.exact_entry``).
         self._exact: tuple[PointCall, tuple] | None = None
         self._last: tuple[str, pipeline.TypedPointKernel, str] | None = None
+        self._fast_classes: dict[PointCall, type] = {}
 
     def __reduce__(self):
         from .integrations.pickling import reduce_point
@@ -199,6 +200,7 @@ class PointStencil:
             self._exact = (call, tuple(x for a in (*args, out, call.has_cval, call.cval)
                                        for x in (type(a), a.dtype if type(a) is np.ndarray
                                                  else None)))
+            self._install_fast_call(call, self._exact[1])
         # A C entry point with the caller's out, called here rather than through
         # PointCall.__call__ (one Python frame less per call): it checks the arguments itself
         # before running anything, so on a refusal the PointCall runs it again and reports.
@@ -207,6 +209,32 @@ class PointStencil:
         except (ValueError, BufferError, TypeError):
             return call(args, out)
         return call._after(status, args, out) if status else out
+
+    def _install_fast_call(self, call: PointCall, expected: tuple) -> None:
+        """Calls with the types of this one (and ``out=``) skip the Python ``__call__``: the
+        instance moves to a class of its own whose call slot is the C entry's module's
+        ``sk_tp_call`` (``codegen.c.call_slot``), one class per specialization, kept.
+
+        Only plain ``PointStencil`` objects move (a subclass may define its own ``__call__``).
+        The class adds nothing else: ``isinstance``, pickling, ``__call__`` and the
+        attributes are the same."""
+        current = type(self)
+        if current is not PointStencil and "_sk_fast" not in current.__dict__:
+            return
+        cls = self._fast_classes.get(call)
+        if cls is None:
+            install = getattr(getattr(call.entry, "__self__", None), "install_call", None)
+            if install is None:
+                return
+            cls = type(PointStencil.__name__, (PointStencil,), {
+                "__slots__": (), "__module__": PointStencil.__module__,
+                "__qualname__": PointStencil.__qualname__, "__doc__": PointStencil.__doc__,
+                "_sk_fast": (expected, call.has_cval, call.cval, PointStencil.__call__,
+                             call._after)})
+            install(cls)
+            self._fast_classes[call] = cls
+        if current is not cls:
+            self.__class__ = cls
 
     def _first_call(self, args: tuple[object, ...], out: object):
         if involved(args, (out,)):  # MPI: DistributedArrays never reach the signature cache

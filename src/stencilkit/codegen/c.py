@@ -398,8 +398,8 @@ def translation_unit(sections: tuple[tuple[str, k.KernelFunction | str], ...]) -
 
 
 # Part of the cache key of point-kernel modules: bumped when the wrapper's functions change,
-# so that a module built by an older version (without ``call_exact``) is never loaded.
-WRAPPER_VERSION = "point-wrapper-2"
+# so that a module built by an older version (without ``install_call``) is never loaded.
+WRAPPER_VERSION = "point-wrapper-3"
 
 
 @dataclass(frozen=True)
@@ -543,7 +543,75 @@ def exact_entry(args: tuple[WrapperArg, ...]) -> str:
     lines += [f"    return sk_call(self, x, {n});", "differ:",
               "    PyErr_SetString(PyExc_TypeError, \"the argument types differ from this "
               "specialization's\");", "    return NULL;", "}"]
+    lines.append(call_slot(n - 3))
     return "\n".join(lines)
+
+
+def call_slot(nuser: int) -> str:
+    """``install_call(cls)``: makes ``sk_tp_call`` the call slot of ``cls``, a class made for
+    one stencil and this specialization (``stencil.PointStencil._install_fast_call``).
+
+    Why: a Python-level ``__call__`` costs a frame, the binding of ``*args`` and ``out=`` and
+    the attribute reads of the exact-type test, about 0.3 us, more than the whole C entry of a
+    small kernel. ``sk_tp_call`` does the same as that method's first lines: with ``out=``
+    and the argument types of ``cls._sk_fast[0]`` (``call_exact``'s ``expected``), it runs the
+    entry; anything else, a refusal included, goes to ``cls._sk_fast[3]`` (the Python
+    ``__call__``), and a nonzero status to ``cls._sk_fast[4]`` (``PointCall._after``), as the
+    Python path does. ``__call__`` in the class dict stays the Python method (introspection,
+    ``inspect.signature``); assigning another one resets the slot, so it wins."""
+    return "\n".join([
+        "", "static PyObject *sk_state_name, *sk_out_name;", "",
+        "static PyObject *sk_tp_call(PyObject *self, PyObject *args, PyObject *kwargs) {",
+        "    PyObject *state = PyDict_GetItemWithError(Py_TYPE(self)->tp_dict, sk_state_name);",
+        "    if (state == NULL || !PyTuple_CheckExact(state) || PyTuple_GET_SIZE(state) != 5) {",
+        "        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, \"stencilkit: the "
+        "fast call's state is missing\");",
+        "        return NULL;", "    }",
+        "    Py_INCREF(state);  /* another thread may move self to another class meanwhile */",
+        "    PyObject *res;",
+        f"    PyObject *x[{nuser + 4}];",
+        "    Py_ssize_t nargs = PyTuple_GET_SIZE(args);",
+        f"    if (nargs == {nuser} && kwargs != NULL && PyDict_GET_SIZE(kwargs) == 1) {{",
+        "        PyObject *out = PyDict_GetItemWithError(kwargs, sk_out_name);",
+        "        if (out == NULL && PyErr_Occurred()) { Py_DECREF(state); return NULL; }",
+        "        if (out != NULL && out != Py_None) {",
+        f"            for (int i = 0; i < {nuser}; ++i) x[i + 1] = PyTuple_GET_ITEM(args, i);",
+        "            x[0] = PyTuple_GET_ITEM(state, 0);",
+        f"            x[{nuser + 1}] = out;",
+        f"            x[{nuser + 2}] = PyTuple_GET_ITEM(state, 1);",
+        f"            x[{nuser + 3}] = PyTuple_GET_ITEM(state, 2);",
+        f"            PyObject *status = sk_call_exact(NULL, x, {nuser + 4});",
+        "            if (status == NULL) {",
+        "                if (!PyErr_ExceptionMatches(PyExc_TypeError) && "
+        "!PyErr_ExceptionMatches(PyExc_ValueError)",
+        "                        && !PyErr_ExceptionMatches(PyExc_BufferError) && "
+        "!PyErr_ExceptionMatches(PyExc_OverflowError)) { Py_DECREF(state); return NULL; }",
+        "                PyErr_Clear();  /* other types, or a refusal: the Python path decides "
+        "and reports */",
+        "            } else {",
+        "                long code = PyLong_AsLong(status);",
+        "                if (code == 0) { res = out; Py_INCREF(out); }",
+        "                else res = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(state, 4), "
+        "status, args, out, NULL);",
+        "                Py_DECREF(status);", "                Py_DECREF(state);",
+        "                return res;", "            }",
+        "        }", "    }",
+        "    /* the Python __call__, with self first */",
+        "    PyObject *with_self = PyTuple_New(nargs + 1);",
+        "    if (with_self == NULL) { Py_DECREF(state); return NULL; }",
+        "    Py_INCREF(self);", "    PyTuple_SET_ITEM(with_self, 0, self);",
+        "    for (Py_ssize_t i = 0; i < nargs; ++i) {",
+        "        PyObject *a = PyTuple_GET_ITEM(args, i);",
+        "        Py_INCREF(a);", "        PyTuple_SET_ITEM(with_self, i + 1, a);", "    }",
+        "    res = PyObject_Call(PyTuple_GET_ITEM(state, 3), with_self, kwargs);",
+        "    Py_DECREF(with_self);", "    Py_DECREF(state);", "    return res;", "}", "",
+        "static PyObject *sk_install_call(PyObject *self, PyObject *cls) {",
+        "    if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {",
+        "        PyErr_SetString(PyExc_TypeError, \"install_call needs a class\");",
+        "        return NULL;", "    }",
+        "    ((PyTypeObject *)cls)->tp_call = sk_tp_call;",
+        "    PyType_Modified((PyTypeObject *)cls);",
+        "    Py_RETURN_NONE;", "}"])
 
 
 def module_footer(module: str, exact: bool = False) -> str:
@@ -553,10 +621,13 @@ def module_footer(module: str, exact: bool = False) -> str:
     if exact:
         methods.append("    {\"call_exact\", (PyCFunction)(void (*)(void))sk_call_exact, "
                        "METH_FASTCALL, NULL},")
+        methods.append("    {\"install_call\", (PyCFunction)sk_install_call, METH_O, NULL},")
         init = "\n".join([
             f"PyMODINIT_FUNC PyInit_{module}(void) {{",
             "    sk_dtype_name = PyUnicode_InternFromString(\"dtype\");",
-            "    if (sk_dtype_name == NULL) return NULL;",
+            "    sk_state_name = PyUnicode_InternFromString(\"_sk_fast\");",
+            "    sk_out_name = PyUnicode_InternFromString(\"out\");",
+            "    if (!sk_dtype_name || !sk_state_name || !sk_out_name) return NULL;",
             "    return PyModule_Create(&sk_module);", "}"])
     return "\n".join([
         "", "static PyMethodDef sk_methods[] = {", *methods,
