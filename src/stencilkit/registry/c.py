@@ -32,7 +32,8 @@ class CBackend(Backend):
 
         kernel = typed.kernel
         platform = self.platform()
-        layout = dataclasses.replace(layout, streaming_stores=platform.streaming_stores)
+        layout = dataclasses.replace(layout, streaming_stores=platform.streaming_stores,
+                                     short_rows=True)
         kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
                             out_dtype, mode)
         kf = platform.lower(kf)
