@@ -262,3 +262,23 @@ def test_statuses_and_refusals_from_the_call_slot():
     with pytest.raises(ArgumentError, match="argument"):
         st(a, out=out)
     np.testing.assert_array_equal(st(a, w, out=out)[1:-1], want[1:-1])
+
+
+def test_read_only_and_borrowed_inputs_through_the_direct_view():
+    """The entry reads an exact ndarray's fields itself (no buffer protocol): a read-only
+    input, a view of another array's memory and an array that owns nothing (from a bytes
+    object) compute as on the "numpy" backend; a read-only out is still refused."""
+    ours, ref, a, out = _bound((9, 12), 8)
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    borrowed = np.frombuffer(a.tobytes(), dtype=a.dtype).reshape(a.shape)  # read-only too
+    window = np.zeros((11, 14))[1:-1, 1:-1]
+    window[...] = a
+    for x in (frozen, borrowed, window, a):
+        got, want = np.zeros_like(a), np.zeros_like(a)
+        ours(x, out=got)
+        ours(x, out=got)
+        ref(a, out=want)
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ArgumentError, match="read-only"):
+        ours(a, out=np.frombuffer(np.zeros_like(a).tobytes()).reshape(a.shape))

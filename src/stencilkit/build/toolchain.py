@@ -51,7 +51,9 @@ class Toolchain:
     def compile(self, source: Path, output: Path, *, python: bool, stencil: str) -> None:
         cmd = [self.cc, *self.flags]
         if python:
-            cmd.append(f"-I{sysconfig.get_paths()['include']}")
+            import numpy as np  # point entries read NumPy arrays' fields (codegen.c.sk_view)
+
+            cmd += [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
         cmd += [str(source), "-o", str(output), "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         undeclared = _UNDECLARED.search(proc.stderr) if proc.returncode != 0 else None

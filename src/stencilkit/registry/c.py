@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import numpy as np
+
 from .. import dtypes
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
@@ -62,8 +64,9 @@ class CBackend(Backend):
                         f"'{a.name}' is empty, so every read of it is out of range")
                        for i, a in enumerate(wrapper_args) if a.role == "standard"
                        and a.ndim > 0 and a.name in kernel.standard)
+        # NumPy's version: the entry is compiled against its headers (``sk_view``)
         k = cache.key("c-point", c_codegen.WRAPPER_VERSION, repr(pipeline.POINT_PIPELINE),
-                      source, tc.identity,
+                      source, tc.identity, np.__version__,
                       repr(wrapper_args), repr(checks))
         module = module_name(k)
         full = source + c_codegen.python_wrapper(kf, tuple(wrapper_args), module, kernel.name,
