@@ -282,3 +282,20 @@ def test_read_only_and_borrowed_inputs_through_the_direct_view():
         np.testing.assert_array_equal(got, want)
     with pytest.raises(ArgumentError, match="read-only"):
         ours(a, out=np.frombuffer(np.zeros_like(a).tobytes()).reshape(a.shape))
+
+
+def test_empty_and_zero_stride_arrays_after_binding():
+    """NumPy 2 gives empty arrays zero strides (the buffer protocol reports contiguous
+    ones), and broadcast views have zero strides for real: both as the "numpy" backend."""
+    ours, ref, a, out = _bound((6, 7), 9)
+    for shape in [(0, 7), (6, 0), (0, 0)]:
+        empty = np.zeros(shape)
+        assert ours(empty, out=np.zeros(shape)).shape == shape
+        assert ours(empty).shape == shape
+    row = np.random.default_rng(9).random(7)
+    wide = np.broadcast_to(row, (6, 7))
+    got, want = np.zeros((6, 7)), np.zeros((6, 7))
+    ours(wide, out=got)
+    ours(wide, out=got)
+    ref(np.ascontiguousarray(wide), out=want)
+    np.testing.assert_array_equal(got, want)
