@@ -26,7 +26,6 @@ from .. import dtypes
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
-from . import short_rows
 from .single_exit import RESULT
 
 OUT = "out"
@@ -57,8 +56,6 @@ class Layout:
     # the platform has non-temporal stores (``Platform.streaming_stores``): large outputs'
     # rows are ``StreamedRow``s
     streaming_stores: bool = False
-    # the platform has local arrays: short rows run flattened (``passes.short_rows``)
-    short_rows: bool = False
 
 
 _CANONICAL_MATH = {
@@ -277,7 +274,6 @@ class PointLowering:
         # row loop is the parallel loop itself, left as is)
         streamed = nd >= 2 and self.layout.out_unit_stride and self.layout.streaming_stores
         out_item = self.out_dtype.itemsize
-        flattens = self.flattens_rows(inner)
         for dim in reversed(range(nd)):
             lo, hi = self.border[dim]
             start = k.Constant(np.int64(-lo), dtype=k.INDEX)
@@ -290,11 +286,6 @@ class PointLowering:
                 loop = k.StreamedRow(loop, out, STREAM_CHUNK, _cmp(
                     ">=", k.Sym(work, dtype=k.INDEX), _index(-(-stream_min_bytes() // out_item))))
             inner = (loop,)
-            if dim == nd - 2 and dim > 0 and flattens:
-                inner = (short_rows.flattened_rows(
-                    decls + body + (store,), self.ctx, tuple(self.counters), self.border, first,
-                    out, tuple(self.buffers[p] for p in kern.relative if p in self.buffers),
-                    loop),)
             if dim == nd - 1 and self.mode != "constant":
                 # the row's two border strips, next to the unchanged loop (in cache)
                 inner = self.row_strips(first, out) + inner
@@ -313,19 +304,6 @@ class PointLowering:
         return k.KernelFunction(function_name("point", kern.name), params, body_all,
                                 tuple(self.buffers.values()) + (out,), doc,
                                 self.uses_error_flag, status=self.status)
-
-    def flattens_rows(self, body: tuple[k.Stmt, ...]) -> bool:
-        """Whether the interior's last two loops get a flattened variant for short rows:
-        constant mode, every array with a unit last stride, a body that may run at the
-        border columns (``short_rows.flattenable``)."""
-        kern = self.kernel
-        if not self.layout.short_rows or self.mode != "constant" or \
-                not self.layout.out_unit_stride:
-            return False
-        if not all(unit for p, unit in zip(kern.params, self.layout.unit_stride)
-                   if p in self.buffers):
-            return False
-        return short_rows.flattenable(body, tuple(self.counters))
 
     def declare_locals(self) -> None:
         """A symbol per local variable: the user's, and the compiler's (``@result``)."""

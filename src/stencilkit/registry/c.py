@@ -34,8 +34,7 @@ class CBackend(Backend):
 
         kernel = typed.kernel
         platform = self.platform()
-        layout = dataclasses.replace(layout, streaming_stores=platform.streaming_stores,
-                                     short_rows=True)
+        layout = dataclasses.replace(layout, streaming_stores=platform.streaming_stores)
         kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
                             out_dtype, mode)
         kf = platform.lower(kf)
