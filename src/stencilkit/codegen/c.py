@@ -397,7 +397,8 @@ def translation_unit(sections: tuple[tuple[str, k.KernelFunction | str], ...]) -
 # ---------------------------------------------------------------- CPython entry point
 
 
-# The view of an array argument in a point entry (``python_wrapper``).
+# The view of an array argument in an entry built by ``python_wrapper`` (point kernels and
+# computations).
 _ARRAY_VIEW = """\
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
@@ -430,8 +431,8 @@ static int sk_view(PyObject *obj, Py_buffer *v, int writable) {
 }
 """
 
-# Part of the cache key of point-kernel modules: bumped when the wrapper's functions change,
-# so that a module built by an older version (without ``install_call``) is never loaded.
+# Part of the cache key of the modules ``python_wrapper`` builds: bumped when the wrapper's
+# functions change, so that a module built by an older version is never loaded.
 WRAPPER_VERSION = "point-wrapper-5"
 
 

@@ -63,7 +63,7 @@ class CBackend(Backend):
                         f"'{a.name}' is empty, so every read of it is out of range")
                        for i, a in enumerate(wrapper_args) if a.role == "standard"
                        and a.ndim > 0 and a.name in kernel.standard)
-        # NumPy's version: the entry is compiled against its headers (``sk_view``)
+        # NumPy's version: the entry is compiled against its headers (``codegen.c.sk_view``)
         k = cache.key("c-point", c_codegen.WRAPPER_VERSION, repr(pipeline.POINT_PIPELINE),
                       source, tc.identity, np.__version__,
                       repr(wrapper_args), repr(checks))
@@ -131,7 +131,9 @@ class CBackend(Backend):
                 checks.append((f"v{buf_i}->shape[{unit}] <= 1 || v{buf_i}->strides[{unit}] "
                                f"== {lowering.buffers[name].element_type.itemsize}",
                                f"'{name}' changed layout since the code was built"))
-        k_ = cache.key("c-computation", source, tc.identity, repr(wargs), repr(checks))
+        # the wrapper's version and NumPy's: the entry is compiled against its headers
+        k_ = cache.key("c-computation", cgen.WRAPPER_VERSION, source, tc.identity,
+                       np.__version__, repr(wargs), repr(checks))
         full = source + cgen.python_wrapper(kf, tuple(wargs), module_name(k_), defn.name,
                                             tuple(checks))
         fn = build_extension(k_, full, defn.name)
