@@ -23,12 +23,6 @@ from ..errors import BackendError
 BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fwrapv",
               "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math",
               "-Werror=implicit-function-declaration")
-# On x86, vectors of 256 bits even where the CPU has AVX-512: GCC 12 tunes an AVX-512 Zen 4 as
-# Zen 3 and then vectorizes with 512-bit vectors, which the core runs as two 256-bit halves
-# (no more throughput) while a row's remainder grows to up to 15 doubles. Measured on a C loop
-# of the lap3d kernel: 1.15-1.45x faster at every n from 8 to 64 (docs/performance.md). GCC's
-# own tunings for Intel's AVX-512 cores make the same choice.
-X86_VECTOR_FLAGS = ("-mprefer-vector-width=256",)
 
 def missing_function_error(name: str, problem: str, stencil: str) -> BackendError:
     """The error for generated code calling a C function that does not exist: in practice a
@@ -120,8 +114,6 @@ def _toolchain(cc: str | None, extra_flags: tuple[str, ...], openmp: bool) -> To
     except (OSError, subprocess.SubprocessError) as exc:
         raise BackendError(f"the C compiler {found!r} does not run: {exc}") from exc
     flags = list(BASE_FLAGS)
-    if platform.machine().lower() in ("x86_64", "amd64") and _accepts(found, X86_VECTOR_FLAGS):
-        flags += X86_VECTOR_FLAGS
     has_openmp = openmp and _supports_openmp(found)
     if has_openmp:
         flags.append("-fopenmp")
@@ -136,18 +128,6 @@ def _supports_openmp(cc: str) -> bool:
         src.write_text("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")
         proc = subprocess.run([cc, "-fopenmp", "-fPIC", "-shared", str(src), "-o",
                                str(Path(tmp) / "omp.so")], capture_output=True)
-        return proc.returncode == 0
-
-
-def _accepts(cc: str, flags: tuple[str, ...]) -> bool:
-    """Whether ``cc`` compiles an empty function with ``flags`` (older compilers lack some)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "flags.c"
-        src.write_text("int f(void) { return 0; }\n")
-        proc = subprocess.run([cc, *flags, "-fPIC", "-shared", str(src), "-o",
-                               str(Path(tmp) / "flags.so")], capture_output=True)
         return proc.returncode == 0
 
 
