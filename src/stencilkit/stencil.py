@@ -217,7 +217,7 @@ class PointStencil:
 
         Only plain ``PointStencil`` objects move (a subclass may define its own ``__call__``).
         The class adds nothing else: ``isinstance``, pickling, ``__call__`` and the
-        attributes are the same."""
+        attributes are the same; only ``type(st) is PointStencil`` turns False once bound."""
         current = type(self)
         if current is not PointStencil and "_sk_fast" not in current.__dict__:
             return
