@@ -28,6 +28,19 @@ class CPlatform(Platform):
 
     # ------------------------------------------------------------ threads
 
+    def stmt(self, s: k.Stmt, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        par = s.parallel if isinstance(s, k.Loop) else None
+        if par is None or par.only_if is None or par.shared:
+            return super().stmt(s, kf)
+        # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
+        # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
+        # on small work, so its row loops get short vectors (SmallWorkCPlatform).
+        serial = SMALL_WORK_C_PLATFORM.stmts((dataclasses.replace(s, parallel=None),), kf)
+        if sum(1 for st in serial for _ in walk(st)) > SERIAL_COPY_NODES:
+            return super().stmt(s, kf)  # compiled once, with the if clause
+        unconditional = dataclasses.replace(s, parallel=dataclasses.replace(par, only_if=None))
+        return (k.Branch(par.only_if, super().stmt(unconditional, kf), serial),)
+
     def parallel_loop(self, loop: k.Loop, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         par = loop.parallel
         assert par is not None
@@ -36,18 +49,11 @@ class CPlatform(Platform):
         for r in par.reductions:
             parts += [f" reduction({r.op}: ", k.Sym(r.buffer.base, dtype=r.buffer.element_type),
                       f"[:{r.size}])"]
-        plain = dataclasses.replace(loop, parallel=None, vectorize=False)
-        serial_copy = par.only_if is not None and not par.shared and \
-            sum(1 for _ in walk(plain)) <= SERIAL_COPY_NODES
-        if par.only_if is not None and not serial_copy:
+        if par.only_if is not None:
             parts += [" if(", par.only_if, ")"]
         if not par.shared:
             parts.append(_TEAM)
-        if serial_copy:
-            # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one
-            # for that, about 0.5 us per loop, a third of a small stencil's call
-            return (k.Branch(par.only_if, (k.Pragma(tuple(parts)), plain), (plain,)),)
-        return (k.Pragma(tuple(parts)), plain)
+        return (k.Pragma(tuple(parts)), dataclasses.replace(loop, parallel=None, vectorize=False))
 
     def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
         return (k.Pragma(("omp parallel", _TEAM)), k.Block(region.body, loc=region.loc))
@@ -151,6 +157,63 @@ class CPlatform(Platform):
         return k.CCall(libm(func, a), args, dtype=call.dtype)
 
 
+class SmallWorkCPlatform(CPlatform):
+    """C for the serial copy of a parallel loop (the work is below its ``only_if``
+    threshold): row loops that may run as ``omp simd`` get 256-bit vectors.
+
+    Why: GCC 12 vectorizes for AVX-512 with 512-bit vectors on some CPUs (it tunes Zen 4 as
+    Zen 3). A short row then runs one full vector iteration and leaves the rest to scalar
+    and half-width epilogues: a 16^3 Laplacian ran 1.18x faster with 256-bit vectors, while
+    the large, parallel loops are faster with 512-bit ones (docs/performance.md)."""
+
+    def vector_loop(self, loop: k.Loop) -> tuple[k.Stmt, ...]:
+        lanes = short_vector_lanes(loop)
+        if lanes is None:
+            return super().vector_loop(loop)
+        return (k.Pragma((f"omp simd simdlen({lanes})",)),
+                dataclasses.replace(loop, vectorize=False))
+
+
+#: the width of a short vector: AVX2's, the natural width of the CPUs GCC tunes for
+SHORT_VECTOR_BYTES = 32
+# statements an omp simd row loop may contain: no OpenMP construct (a Pragma: atomics, the
+# error channel), no nested loop, no call statement, no local array
+_SIMD_STATEMENTS = (k.Declare, k.SetSym, k.Store, k.Branch, k.Block)
+
+
+def short_vector_lanes(loop: k.Loop) -> int | None:
+    """``simdlen`` for ``loop`` (an already lowered vectorizable loop) with
+    ``SHORT_VECTOR_BYTES`` vectors, or None where ``omp simd`` could change its meaning.
+
+    ``omp simd`` asserts what ``GCC ivdep`` asserts about memory, and more about scalars:
+    a scalar assigned in the loop but declared outside it would be a reduction, which needs
+    a clause. So every assigned scalar must be declared in the body. Complex numbers keep
+    ``ivdep`` (a complex128 is half a short vector)."""
+    if not (isinstance(loop.step, k.Constant) and int(loop.step.value) == 1):
+        return None
+    declared: set[k.Symbol] = set()
+    widest = 0
+    for st in loop.body:
+        for n in walk(st):
+            if isinstance(n, k.Stmt) and not isinstance(n, _SIMD_STATEMENTS):
+                return None
+            if isinstance(n, k.Call):
+                return None
+            if isinstance(n, k.Declare):
+                declared.add(n.symbol)
+            elif isinstance(n, k.SetSym) and n.symbol not in declared:
+                return None
+            t = n.dtype if isinstance(n, k.Load) else \
+                n.buffer.element_type if isinstance(n, k.Store) else None
+            if t is not None:
+                if dtypes.is_complex(t):
+                    return None
+                widest = max(widest, t.itemsize)
+    if widest == 0:
+        return None
+    return max(1, SHORT_VECTOR_BYTES // widest)
+
+
 def _store_indices(loop: k.Loop, out: k.Buffer) -> tuple[k.Expr, ...]:
     """The indices of the (one) store to ``out`` in ``loop``'s body."""
     for st in loop.body:
@@ -173,3 +236,4 @@ def libm(func: str, t: np.dtype) -> str:
 
 
 C_PLATFORM = CPlatform()
+SMALL_WORK_C_PLATFORM = SmallWorkCPlatform()

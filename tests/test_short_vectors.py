@@ -1,0 +1,152 @@
+"""Short vectors in the serial copy of a C parallel loop (``SmallWorkCPlatform``).
+
+Below ``PARALLEL_MIN_WORK`` points a point kernel runs a serial copy of its loops, whose row
+loops are ``omp simd simdlen(n)`` with 32-byte vectors where that means what ``GCC ivdep``
+means; the parallel copy keeps ``ivdep``. These tests check which loops qualify (an
+``omp simd`` loop that assigns a scalar declared outside it would be an undeclared
+reduction), and compare both copies with ``numba.stencil`` on every row length around the
+vector widths, on both sides of the threshold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit import dtypes, registry
+from stencilkit.ir import kernel as k
+from stencilkit.passes.lower_point import PARALLEL_MIN_WORK
+from stencilkit.passes.platforms.c import short_vector_lanes
+
+
+def _needs_c():
+    reason = registry.REGISTRY["c"].probe()
+    if reason is not None:
+        pytest.skip(f"backend c: {reason}")
+
+
+def lap3d(a):
+    return a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] \
+        - 6.0 * a[0, 0, 0]
+
+
+def sum3(a):
+    return a[0, 0, -1] + a[0, 0, 0] + a[0, 0, 1]
+
+
+def clipped_gradient(a, b):
+    # a branch in the row loop (masked lanes in a vector loop), two input dtypes
+    d = a[0, 0, 1] - a[0, 0, -1]
+    if d > b[0, 0, 0]:
+        return b[0, 0, 0]
+    return d
+
+
+def _index(v: int) -> k.Constant:
+    return k.Constant(np.int64(v), dtype=k.INDEX)
+
+
+def _row_loop(body_for, element=dtypes.FLOAT64, step: int = 1) -> k.Loop:
+    """A row loop ``out[i] = <body>`` over a 1-D buffer, the body built by ``body_for``
+    from (context, counter, buffer)."""
+    ctx = k.KernelContext()
+    buf = ctx.buffer("out", element, 1, unit_stride_last=True, restrict=True,
+                     read_only=False, user=False)
+    i = ctx.symbol("i0", k.INDEX)
+    return k.Loop(i, _index(0), buf.shape[0], _index(step), body_for(ctx, i, buf))
+
+
+def _store(i, buf, value):
+    return k.Store(buf, (k.Sym(i, dtype=k.INDEX),), value)
+
+
+def _load(i, buf):
+    return k.Load(buf, (k.Sym(i, dtype=k.INDEX),), dtype=buf.element_type)
+
+
+def test_lanes_of_a_plain_row_loop():
+    def body(ctx, i, buf):
+        t = ctx.symbol("t", buf.element_type)
+        return (k.Declare(t, _load(i, buf)),
+                k.SetSym(t, k.Op("+", (k.Sym(t, dtype=t.dtype), _load(i, buf)), dtype=t.dtype)),
+                _store(i, buf, k.Sym(t, dtype=t.dtype)))
+
+    assert short_vector_lanes(_row_loop(body)) == 4
+    assert short_vector_lanes(_row_loop(body, dtypes.FLOAT32)) == 8
+    assert short_vector_lanes(_row_loop(body, np.dtype(np.int8))) == 32
+
+
+def test_loops_that_keep_ivdep():
+    def outer_scalar(ctx, i, buf):
+        acc = ctx.symbol("acc", buf.element_type)  # declared before the loop: a reduction
+        return (k.SetSym(acc, k.Op("+", (k.Sym(acc, dtype=acc.dtype), _load(i, buf)),
+                                   dtype=acc.dtype)),
+                _store(i, buf, k.Sym(acc, dtype=acc.dtype)))
+
+    def pragma(ctx, i, buf):  # the error channel: an OpenMP construct in the loop
+        return (k.Pragma(("omp atomic write",)), _store(i, buf, _load(i, buf)))
+
+    def nested(ctx, i, buf):
+        j = ctx.symbol("j", k.INDEX)
+        return (k.Loop(j, _index(0), _index(3), _index(1), (_store(i, buf, _load(i, buf)),)),)
+
+    def call(ctx, i, buf):
+        return (k.Evaluate(k.CCall("sk_store_fence", (), dtype=k.STATUS)),
+                _store(i, buf, _load(i, buf)))
+
+    def plain(ctx, i, buf):
+        return (_store(i, buf, _load(i, buf)),)
+
+    for body in (outer_scalar, pragma, nested, call):
+        assert short_vector_lanes(_row_loop(body)) is None, body.__name__
+    assert short_vector_lanes(_row_loop(plain, dtypes.COMPLEX128)) is None
+    assert short_vector_lanes(_row_loop(plain, step=2)) is None
+    assert short_vector_lanes(_row_loop(plain)) == 4
+
+
+def test_only_the_serial_copy_has_short_vectors():
+    _needs_c()
+    a64 = np.ones((6, 6, 6))
+    src = sk.stencil(lap3d, backend="c").generate(a64)
+    interior = src[src.index("/* --- interior --- */"):]
+    parallel, serial = interior.split("\n    } else {\n", 1)  # the top-level branch
+    assert "#pragma omp parallel for" in parallel and "#pragma GCC ivdep" in parallel
+    assert "omp simd" not in parallel
+    assert "#pragma omp simd simdlen(4)" in serial and "ivdep" not in serial
+    src32 = sk.stencil(sum3, backend="c").generate(a64.astype(np.float32))
+    assert "#pragma omp simd simdlen(8)" in src32
+
+
+@pytest.mark.parametrize("func", [lap3d, sum3, clipped_gradient])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_both_copies_against_numba(func, dtype, numba_stencil):
+    """Row lengths 3 to 21 (every remainder of 4-, 8- and 16-lane vectors), each on a
+    serial-copy shape and on a parallel one (just above ``PARALLEL_MIN_WORK``)."""
+    _needs_c()
+    numba = pytest.importorskip("numba")
+    rng = np.random.default_rng(7)
+    st = sk.stencil(func, backend="c")
+    kernel = numba_stencil(func)
+    # called from Python, a numba.stencil compiles on every call; inside njit, once
+    if func is clipped_gradient:
+        ref = numba.njit(lambda a, b: kernel(a, b))
+        ref_out = numba.njit(lambda a, b, out: kernel(a, b, out=out))
+    else:
+        ref = numba.njit(lambda a: kernel(a))
+        ref_out = numba.njit(lambda a, out: kernel(a, out=out))
+    for n in range(3, 22):
+        for planes in (2, -(-PARALLEL_MIN_WORK // (16 * n)) + 1):
+            shape = (planes, 16, n)
+            assert (planes * 16 * n >= PARALLEL_MIN_WORK) == (planes > 2)
+            args = [(rng.random(shape) * 8 - 4).astype(dtype)]
+            if func is clipped_gradient:
+                args.append(rng.integers(-2, 3, shape).astype(np.float64))
+            expected = ref(*args)
+            np.testing.assert_array_equal(st(*args), expected)
+            # with out=, the border keeps what was there (the bound call path)
+            out, expected_out = np.full_like(expected, 99), np.full_like(expected, 99)
+            ref_out(*args, expected_out)
+            st(*args, out=out)
+            np.testing.assert_array_equal(out, expected_out,
+                                          err_msg=f"{func.__name__} {shape}")
