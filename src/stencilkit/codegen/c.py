@@ -58,45 +58,54 @@ static inline int sk_team_size(void) {
 
 # Non-temporal copy of a computed row chunk (platforms/c.py ``streamed_row``): GCC has no
 # portable non-temporal store, and the vectorized loop cannot be made to use one, so the
-# loop writes an L1-resident buffer and this copies it with 16-byte streaming stores.
+# loop writes an L1-resident buffer and this copies it with streaming stores.
 _STREAM = """\
 #include <string.h>
 #ifdef __SSE2__
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
-/* Whole 64-byte lines only: a line written partly by streaming stores and partly by plain
- * ones (or by two chunks' streaming stores, with other stores in between) leaves the
- * write-combining buffer early and costs a read-modify-write in memory (jacobi2d measured
- * 1.4-1.8x slower so). The row's first and last partial lines get plain stores. */
+/* Whole 64-byte lines only (``dst`` on a line boundary, ``n`` a multiple of 64): a line
+ * written partly by streaming stores and partly by plain ones leaves the write-combining
+ * buffer early and costs a read-modify-write in memory (jacobi2d measured 1.4-1.8x slower
+ * so), and the row's partial lines are the loop's own, with plain stores. One store per line
+ * where the CPU has 64-byte vectors: a 16-byte ``movntdq`` per quarter line measured 1.07x
+ * the plain loop on lap3d 256^3, a 64-byte one 1.13x (docs/performance.md). */
 static inline void sk_stream_copy(void *restrict dst_, const void *restrict src_, int64_t n) {
     char *dst = (char *)dst_;
     const char *src = (const char *)src_;
-#ifdef __SSE2__
-    int64_t head = (int64_t)((64 - ((uintptr_t)dst & 63)) & 63);  /* to a line boundary */
-    if (head > n) head = n;
-    memcpy(dst, src, (size_t)head);
-    dst += head; src += head; n -= head;
     for (; n >= 64; n -= 64, dst += 64, src += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)src);
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
-        _mm_stream_si128((__m128i *)dst, a);
-        _mm_stream_si128((__m128i *)(dst + 16), b);
-        _mm_stream_si128((__m128i *)(dst + 32), c);
-        _mm_stream_si128((__m128i *)(dst + 48), d);
-    }
+#if defined(__AVX512F__)
+        _mm512_stream_si512((void *)dst, _mm512_loadu_si512((const void *)src));
+#elif defined(__AVX__)
+        _mm256_stream_si256((__m256i *)dst, _mm256_loadu_si256((const __m256i *)src));
+        _mm256_stream_si256((__m256i *)(dst + 32), _mm256_loadu_si256((const __m256i *)(src + 32)));
+#elif defined(__SSE2__)
+        _mm_stream_si128((__m128i *)dst, _mm_loadu_si128((const __m128i *)src));
+        _mm_stream_si128((__m128i *)(dst + 16), _mm_loadu_si128((const __m128i *)(src + 16)));
+        _mm_stream_si128((__m128i *)(dst + 32), _mm_loadu_si128((const __m128i *)(src + 32)));
+        _mm_stream_si128((__m128i *)(dst + 48), _mm_loadu_si128((const __m128i *)(src + 48)));
+#else
+        memcpy(dst, src, 64);
 #endif
-    memcpy(dst, src, (size_t)n);  /* the last partial line (everything without SSE2) */
+    }
 }
-/* The end of the chunk starting at index ``start`` (``p`` = its address): ``start + chunk``
- * moved back to a 64-byte line boundary of the output, so that no line is split between
- * two chunks; ``stop`` for the last chunk. Item sizes divide 64 and items are aligned. */
-static inline int64_t sk_stream_chunk_end(const void *p, int64_t start, int64_t stop,
-                                          int64_t chunk, int64_t size) {
-    if (stop - start <= chunk) return stop;
-    uintptr_t end = (uintptr_t)p + (uintptr_t)(chunk * size);
-    return start + chunk - (int64_t)((end & 63) / (uintptr_t)size);
+/* The first index at or after ``start`` (``p`` = its address) on a 64-byte line boundary of
+ * the output, at most ``stop``. Item sizes divide 64 and items are aligned (the entry
+ * refuses others). */
+static inline int64_t sk_stream_first(const void *p, int64_t start, int64_t stop,
+                                      int64_t size) {
+    int64_t first = start + (int64_t)(((64 - ((uintptr_t)p & 63)) & 63) / (uintptr_t)size);
+    return first < stop ? first : stop;
+}
+/* The end of the whole lines from ``first`` (on a boundary) towards ``stop``. */
+static inline int64_t sk_stream_last(int64_t first, int64_t stop, int64_t size) {
+    int64_t per_line = 64 / size;
+    return first + (stop - first) / per_line * per_line;
+}
+/* The end of the chunk starting at ``start``: chunks hold whole lines (``chunk`` items are
+ * a multiple of 64 bytes for every item size). */
+static inline int64_t sk_stream_chunk_end(int64_t start, int64_t stop, int64_t chunk) {
+    return stop - start <= chunk ? stop : start + chunk;
 }
 static inline void sk_store_fence(void) {
 #ifdef __SSE2__

@@ -187,7 +187,9 @@ class CFamilyPrinter:
                 return [f"{indent}{t} {sym.name}{init};"]
             case k.DeclareArray(buffer=b, size=n):
                 self.declared.add(b.base.name)
-                return [f"{indent}{ctype(b.element_type)} {b.base.name}[{self.expr(n)}];"]
+                align = b.base.get(k.Alignment)
+                aligned = f"_Alignas({align.byte_boundary}) " if align is not None else ""
+                return [f"{indent}{aligned}{ctype(b.element_type)} {b.base.name}[{self.expr(n)}];"]
             case k.SetSym(symbol=sym, value=v):
                 return [f"{indent}{sym.name} = {self.expr(v)};"]
             case k.Store(buffer=b, indices=idx,

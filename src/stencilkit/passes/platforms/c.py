@@ -76,45 +76,71 @@ class CPlatform(Platform):
     # ------------------------------------------------------------ streaming stores
 
     def streamed_row(self, s: k.StreamedRow, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
-        """When ``s.when`` holds: the row in chunks, each computed by the unchanged loop
-        into ``sk_row`` (L1-resident) and copied out by ``sk_stream_copy`` (non-temporal
-        16-byte stores, plain ones for the unaligned head and tail; a plain copy without
-        SSE2). Else the plain loop. Bit-identical either way: the values are the same, only
-        the path of the store differs."""
+        """When ``s.when`` holds: the row's whole 64-byte lines of the output in chunks,
+        each computed by the unchanged loop into ``sk_row`` (L1-resident) and written by
+        ``sk_stream_copy`` (non-temporal stores, as wide as the CPU has); the partial lines
+        at both ends by the loop itself, with plain stores. Else the plain loop.
+        Bit-identical either way: the values are the same, only the path of the store
+        differs."""
         loop, out = s.loop, s.buffer
         t = out.element_type
+        size = k.Constant(np.int64(t.itemsize), dtype=k.INDEX)
+
+        def sym(symbol: k.Symbol) -> k.Sym:
+            return k.Sym(symbol, dtype=k.INDEX)
+
+        def address(first: k.Expr) -> k.Address:
+            return k.Address(out, tuple(first if isinstance(i, k.Sym) and i.symbol ==
+                                        loop.counter else i
+                                        for i in _store_indices(loop, out)), dtype=t)
+
+        def index_call(name: str, *args: k.Expr) -> k.CCall:
+            return k.CCall(name, args, dtype=k.INDEX)
+
+        lines_start, lines_stop = k.Symbol("sk_lines", k.INDEX), k.Symbol("sk_lines_end", k.INDEX)
+        edge, lo, hi = (k.Symbol(n, k.INDEX) for n in ("sk_edge", "sk_lo", "sk_hi"))
+        first_edge = k.Op("==", (sym(edge), k.Constant(np.int64(0), dtype=k.INDEX)),
+                          dtype=dtypes.BOOL)
+        # the partial lines before and after the whole ones: one loop, run twice
+        edges = k.Loop(edge, k.Constant(np.int64(0), dtype=k.INDEX),
+                       k.Constant(np.int64(2), dtype=k.INDEX),
+                       k.Constant(np.int64(1), dtype=k.INDEX), (
+            k.Declare(lo, k.Select(first_edge, loop.start, sym(lines_stop), dtype=k.INDEX)),
+            k.Declare(hi, k.Select(first_edge, sym(lines_start), loop.stop, dtype=k.INDEX)),
+            *self.stmt(dataclasses.replace(loop, start=sym(lo), stop=sym(hi)), kf)))
+
         start = k.Symbol("sk_chunk", k.INDEX)
         stop = k.Symbol("sk_chunk_end", k.INDEX)
-        row = k.Buffer("sk_row", t, k.Symbol("sk_row", t, pointer=True),
+        # on a line boundary, as the lines it is copied to: whole-line loads
+        row = k.Buffer("sk_row", t, k.Symbol("sk_row", t, pointer=True,
+                                             properties=frozenset({k.Alignment(64)})),
                        (k.Constant(np.int64(s.chunk), dtype=k.INDEX),),
                        (k.Constant(np.int64(1), dtype=k.INDEX),))
-        first = k.Sym(start, dtype=k.INDEX)
         counter = k.Sym(loop.counter, dtype=k.INDEX)
 
         def to_row(n: Node) -> Node | None:
             if isinstance(n, k.Store) and n.buffer == out:
-                return k.Store(row, (k.Op("-", (counter, first), dtype=k.INDEX),), n.value)
+                return k.Store(row, (k.Op("-", (counter, sym(start)), dtype=k.INDEX),), n.value)
             return None
 
         body = tuple(rewrite(st, to_row) for st in loop.body)
-        chunk_loop = dataclasses.replace(loop, start=first, stop=k.Sym(stop, dtype=k.INDEX),
-                                         body=body)
-        row_start = tuple(first if isinstance(i, k.Sym) and i.symbol == loop.counter else i
-                          for i in _store_indices(loop, out))
-        row_address = k.Address(out, row_start, dtype=t)
-        nbytes = k.Op("*", (k.Op("-", (k.Sym(stop, dtype=k.INDEX), first), dtype=k.INDEX),
-                            k.Constant(np.int64(t.itemsize), dtype=k.INDEX)), dtype=k.INDEX)
+        chunk_loop = dataclasses.replace(loop, start=sym(start), stop=sym(stop), body=body)
+        nbytes = k.Op("*", (k.Op("-", (sym(stop), sym(start)), dtype=k.INDEX), size),
+                      dtype=k.INDEX)
         copy = k.Evaluate(k.CCall("sk_stream_copy", (
-            row_address, k.Sym(row.base, dtype=t), nbytes),
-            dtype=k.STATUS))
-        chunk_stop = k.CCall("sk_stream_chunk_end", (
-            row_address, first, loop.stop, k.Constant(np.int64(s.chunk), dtype=k.INDEX),
-            k.Constant(np.int64(t.itemsize), dtype=k.INDEX)), dtype=k.INDEX)
-        # chunk boundaries on the output's cache lines: the loop steps to each chunk's end
-        chunks = k.WhileLoop(k.Op("<", (first, loop.stop), dtype=dtypes.BOOL), (
-            k.Declare(stop, chunk_stop), *self.stmt(chunk_loop, kf), copy,
-            k.SetSym(start, k.Sym(stop, dtype=k.INDEX))))
-        streamed = (k.DeclareArray(row, row.shape[0]), k.Declare(start, loop.start), chunks)
+            address(sym(start)), k.Sym(row.base, dtype=t), nbytes), dtype=k.STATUS))
+        chunk_end = index_call("sk_stream_chunk_end", sym(start), sym(lines_stop),
+                               k.Constant(np.int64(s.chunk), dtype=k.INDEX))
+        chunks = k.WhileLoop(k.Op("<", (sym(start), sym(lines_stop)), dtype=dtypes.BOOL), (
+            k.Declare(stop, chunk_end), *self.stmt(chunk_loop, kf), copy,
+            k.SetSym(start, sym(stop))))
+        streamed = (
+            k.Declare(lines_start, index_call("sk_stream_first", address(loop.start),
+                                              loop.start, loop.stop, size)),
+            k.Declare(lines_stop, index_call("sk_stream_last", sym(lines_start), loop.stop,
+                                             size)),
+            edges, k.DeclareArray(row, row.shape[0]), k.Declare(start, sym(lines_start)),
+            chunks)
         return (k.Branch(s.when, streamed, self.stmt(loop, kf)),)
 
     def store_fence(self) -> tuple[k.Stmt, ...]:
