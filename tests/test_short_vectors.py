@@ -150,3 +150,23 @@ def test_both_copies_against_numba(func, dtype, numba_stencil):
             st(*args, out=out)
             np.testing.assert_array_equal(out, expected_out,
                                           err_msg=f"{func.__name__} {shape}")
+
+
+def test_serial_copy_streams_only_where_it_can(monkeypatch):
+    """The serial copy runs below ``PARALLEL_MIN_WORK`` points: with the default streaming
+    threshold (far above it) its rows are the plain loop only; with a threshold below it
+    (``STENCILKIT_STREAM_MIN_BYTES``) they stream too."""
+    _needs_c()
+    a = np.ones((6, 6, 6))
+
+    def copies(src: str) -> tuple[str, str]:
+        interior = src[src.index("/* --- interior --- */"):]
+        parallel, serial = interior.split("\n    } else {\n", 1)
+        return parallel, serial
+
+    monkeypatch.delenv("STENCILKIT_STREAM_MIN_BYTES", raising=False)
+    parallel, serial = copies(sk.stencil(lap3d, backend="c").generate(a))
+    assert "sk_stream_copy(" in parallel and "sk_stream_copy(" not in serial
+    monkeypatch.setenv("STENCILKIT_STREAM_MIN_BYTES", "64")
+    parallel, serial = copies(sk.stencil(lap3d, backend="c").generate(a))
+    assert "sk_stream_copy(" in parallel and "sk_stream_copy(" in serial

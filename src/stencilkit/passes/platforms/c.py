@@ -35,7 +35,8 @@ class CPlatform(Platform):
         # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
         # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
         # on small work, so its row loops get short vectors (SmallWorkCPlatform).
-        serial = SMALL_WORK_C_PLATFORM.stmts((dataclasses.replace(s, parallel=None),), kf)
+        serial = SmallWorkCPlatform(par.only_if).stmts(
+            (dataclasses.replace(s, parallel=None),), kf)
         if sum(1 for st in serial for _ in walk(st)) > SERIAL_COPY_NODES:
             return super().stmt(s, kf)  # compiled once, with the if clause
         unconditional = dataclasses.replace(s, parallel=dataclasses.replace(par, only_if=None))
@@ -190,7 +191,18 @@ class SmallWorkCPlatform(CPlatform):
     Why: GCC 12 vectorizes for AVX-512 with 512-bit vectors on some CPUs (it tunes Zen 4 as
     Zen 3). A short row then runs one full vector iteration and leaves the rest to scalar
     and half-width epilogues: a 16^3 Laplacian ran 1.18x faster with 256-bit vectors, while
-    the large, parallel loops are faster with 512-bit ones (docs/performance.md)."""
+    the large, parallel loops are faster with 512-bit ones (docs/performance.md).
+
+    ``below``: the serial copy runs where this condition does not hold. A streamed row whose
+    condition implies it never streams here and is compiled as the plain loop only."""
+
+    def __init__(self, below: k.Expr | None = None) -> None:
+        self.below = below
+
+    def streamed_row(self, s: k.StreamedRow, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
+        if self.below is not None and _implies(s.when, self.below):
+            return self.stmt(s.loop, kf)
+        return super().streamed_row(s, kf)
 
     def vector_loop(self, loop: k.Loop) -> tuple[k.Stmt, ...]:
         lanes = short_vector_lanes(loop)
@@ -240,6 +252,20 @@ def short_vector_lanes(loop: k.Loop) -> int | None:
     return max(1, SHORT_VECTOR_BYTES // widest)
 
 
+def _implies(a: k.Expr, b: k.Expr) -> bool:
+    """Whether ``a`` implies ``b`` where both are ``x >= constant`` of one symbol (the work
+    thresholds of point kernels); False where that cannot be told."""
+    ta, tb = _threshold(a), _threshold(b)
+    return ta is not None and tb is not None and ta[0] == tb[0] and ta[1] >= tb[1]
+
+
+def _threshold(e: k.Expr) -> tuple[k.Symbol, int] | None:
+    if isinstance(e, k.Op) and e.op == ">=" and isinstance(e.args[0], k.Sym) and \
+            isinstance(e.args[1], k.Constant):
+        return e.args[0].symbol, int(e.args[1].value)
+    return None
+
+
 def _store_indices(loop: k.Loop, out: k.Buffer) -> tuple[k.Expr, ...]:
     """The indices of the (one) store to ``out`` in ``loop``'s body."""
     for st in loop.body:
@@ -262,4 +288,3 @@ def libm(func: str, t: np.dtype) -> str:
 
 
 C_PLATFORM = CPlatform()
-SMALL_WORK_C_PLATFORM = SmallWorkCPlatform()
