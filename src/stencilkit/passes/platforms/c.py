@@ -196,11 +196,11 @@ class SmallWorkCPlatform(CPlatform):
     ``below``: the serial copy runs where this condition does not hold. A streamed row whose
     condition implies it never streams here and is compiled as the plain loop only."""
 
-    def __init__(self, below: k.Expr | None = None) -> None:
+    def __init__(self, below: k.Expr) -> None:
         self.below = below
 
     def streamed_row(self, s: k.StreamedRow, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
-        if self.below is not None and _implies(s.when, self.below):
+        if _implies(s.when, self.below):
             return self.stmt(s.loop, kf)
         return super().streamed_row(s, kf)
 
