@@ -13,16 +13,9 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import registry
 from stencilkit.errors import ArgumentError
 
-
-def _needs_c():
-    # the C backend's own probe only: sk.backends() would probe them all (PyOpenCL's C++
-    # exceptions abort under the sanitizer step's preloaded ASan runtime)
-    reason = registry.REGISTRY["c"].probe()
-    if reason is not None:
-        pytest.skip(f"backend c: {reason}")
+from .requires import needs_c
 
 
 def scaled_sum(a, s):
@@ -49,7 +42,7 @@ def _pair(func):
 
 def _bound(shape, seed):
     """lap2 on "c" called twice with out= (so the exact path is bound), and its arrays."""
-    _needs_c()
+    needs_c()
     ours, ref = _pair(lap2)
     a = np.random.default_rng(seed).random(shape)
     out = np.zeros_like(a)
@@ -80,7 +73,7 @@ def test_the_exact_path_is_taken_and_skips_the_key():
 def test_alternating_same_itemsize_dtypes(dtype):
     """float64, int64, uint64 and complex64 all have 8-byte items: only the dtype tells the
     specializations apart, and the C entry does not see it."""
-    _needs_c()
+    needs_c()
     ours, ref = _pair(lap2)
     rng = np.random.default_rng(1)
     base = rng.integers(-50, 50, (9, 11))
@@ -98,7 +91,7 @@ def test_alternating_same_itemsize_dtypes(dtype):
 def test_alternating_scalar_types():
     """int, float, bool and NumPy scalars, and ints beyond int64 (typed uint64): each call
     computes with the type of its own scalar."""
-    _needs_c()
+    needs_c()
     ours, ref = _pair(scaled_sum)
     a = np.arange(-8, 9, dtype=np.int64)
     scalars = [3, 2.5, True, -4, np.float32(1.5), 2**63 + 5, -7, np.int8(-3), 2**63 + 5, 1]
@@ -216,7 +209,7 @@ def test_the_moved_object_looks_the_same():
 
 
 def test_subclasses_keep_their_own_call():
-    _needs_c()
+    needs_c()
 
     class Counting(sk.PointStencil):
         calls = 0
@@ -236,7 +229,7 @@ def test_subclasses_keep_their_own_call():
 def test_statuses_and_refusals_from_the_call_slot():
     """A status the kernel returns (an absolute index out of range), an overlap, a read-only
     or misshapen out: each as on the Python path, after the slot is bound."""
-    _needs_c()
+    needs_c()
     st = sk.stencil(weighted, standard_indexing=("w",), backend="c")
     a = np.arange(10.0)
     w = np.array([1.0, 2.0, 3.0])

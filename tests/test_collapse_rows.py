@@ -10,20 +10,16 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import PARALLEL, Field, computation, interval, registry
+from stencilkit import PARALLEL, Field, computation, interval
 from stencilkit.bench_definitions import hdiff
+
+from .requires import needs_c
 
 
 def shifted(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):
     # reads rows two before and one after in J: the flat index moves by whole rows
     with computation(PARALLEL), interval(...):
         out = a[0, 2, 0] - a[0, -1, 0] + 0.5 * b[1, 0, 0] - b[0, -2, 0]  # noqa: F841
-
-
-def _needs_c():
-    reason = registry.REGISTRY["c"].probe()
-    if reason is not None:
-        pytest.skip(f"backend c: {reason}")
 
 
 def _compare(defn, make, **geo):
@@ -43,7 +39,7 @@ def _hdiff_fields(shape, seed=0):
 @pytest.mark.parametrize("nj, nk", [(1, 1), (3, 7), (9, 80)])
 def test_hdiff_on_contiguous_planes(nj, nk):
     """No K halo: the collapsed loop runs."""
-    _needs_c()
+    needs_c()
     _compare(hdiff, lambda: _hdiff_fields((7, nj + 4, nk)), origin=(2, 2, 0),
              domain=(3, nj, nk))
 
@@ -51,7 +47,7 @@ def test_hdiff_on_contiguous_planes(nj, nk):
 @pytest.mark.parametrize("case", ["k-halo", "k-domain", "sliced", "one-field-differs"])
 def test_hdiff_where_planes_are_not_contiguous(case):
     """The run-time test fails: the plain nest runs."""
-    _needs_c()
+    needs_c()
     geo = {"origin": (2, 2, 0), "domain": (4, 5, 6)}
 
     def make():
@@ -79,7 +75,7 @@ def test_hdiff_where_planes_are_not_contiguous(case):
     ((4, 6, 3), (0, 2, 0), (3, 2, 3)),   # collapsed, one row
 ])
 def test_offsets_in_j(shape, origin, domain):
-    _needs_c()
+    needs_c()
     def make():
         rng = np.random.default_rng(2)
         return [rng.random(shape), rng.random(shape), np.zeros(shape)]
@@ -88,7 +84,7 @@ def test_offsets_in_j(shape, origin, domain):
 
 
 def test_the_generated_code_collapses_and_keeps_the_nest():
-    _needs_c()
+    needs_c()
     src = sk.stencil(hdiff, backend="c").generate(backend="c")
     assert "for (int64_t t = 0; t < nj * nk; ++t)" in src
     assert "in_field_stride_1_ == nk" in src and "coeff_stride_1_ == nk" in src
@@ -127,7 +123,7 @@ def test_a_level_computed_at_run_time_is_not_collapsed():
     import sys
     from pathlib import Path
 
-    _needs_c()
+    needs_c()
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import registry
 from stencilkit.codegen.c import STACK_ARRAY_BYTES
+
+from .requires import needs_c
 
 DEFINITION = '''
 import numpy as np
@@ -39,14 +40,6 @@ def tridiag(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64],
         with interval(0, -1):
             x = dp - cp * x[0, 0, 1]
 '''
-
-
-def _needs_c():
-    # the C backend's own probe only: sk.backends() would probe them all (PyOpenCL's C++
-    # exceptions abort under the sanitizer step's preloaded ASan runtime)
-    reason = registry.REGISTRY["c"].probe()
-    if reason is not None:
-        pytest.skip(f"backend c: {reason}")
 
 
 def _fields(shape, order="C"):
@@ -74,7 +67,7 @@ def tridiag(tmp_path_factory):
 def test_deep_columns_match_numpy(tridiag, nk, order):
     """Just below and above the stack budget (8 columns of float64 per block), and far
     beyond it; both layouts (the C-ordered one stages its fields in column buffers)."""
-    _needs_c()
+    needs_c()
     ours = sk.stencil(tridiag, backend="c")
     ref = sk.stencil(tridiag, backend="numpy")
     got, want = _fields((3, 11, nk), order), _fields((3, 11, nk), order)
@@ -84,7 +77,7 @@ def test_deep_columns_match_numpy(tridiag, nk, order):
 
 
 def test_generated_code_keeps_large_buffers_off_the_stack(tridiag):
-    _needs_c()
+    needs_c()
     st = sk.stencil(tridiag, backend="c")
     st(*_fields((2, 9, 7)))
     src = st.generate()
@@ -122,7 +115,7 @@ CHILD = textwrap.dedent('''
 
 
 def test_a_failed_allocation_is_an_error_not_a_crash(tridiag, tmp_path):
-    _needs_c()
+    needs_c()
     import deep_tridiag  # noqa: F401  (written by the fixture)
 
     folder = str(__import__("pathlib").Path(deep_tridiag.__file__).parent)

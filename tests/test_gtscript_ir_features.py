@@ -21,7 +21,8 @@ import pytest
 
 import stencilkit as sk
 from stencilkit import BACKWARD, FORWARD, IJ, PARALLEL, Field, computation, interval
-from stencilkit.registry import REGISTRY
+
+from .requires import needs_c
 
 gt = pytest.importorskip("gt4py.cartesian.gtscript",
                          reason="gt4py is not installed (pip install '.[gt4py]')")
@@ -65,12 +66,6 @@ def _gt_value(v):
     if isinstance(v, AxisIndex):
         return gt.AxisIndex(v.axis, v.index, v.offset)
     return v
-
-
-def _needs_c() -> None:
-    reason = REGISTRY["c"].probe()
-    if reason:
-        pytest.skip(f"backend c: {reason}")
 
 
 def define(source: str) -> dict:
@@ -576,7 +571,7 @@ def test_runtime_vertical_offset_outside_the_field_is_an_error(backend):
 
 
 def test_runtime_vertical_offset_far_outside_never_reads_out_of_bounds(tmp_path):
-    _needs_c()
+    needs_c()
     # A huge offset on the C backend, in a child process: a crash fails the test, not the run.
     code = textwrap.dedent("""
         import numpy as np, stencilkit as sk
@@ -730,7 +725,7 @@ def test_runtime_vertical_offset_of_a_field_written_in_a_forward_sweep(backend):
                                   "ddim:write"])
 def test_fortran_ordered_arrays_give_the_same_result(case):
     # The C backend orders its loops by the arrays' layout (I contiguous here).
-    _needs_c()
+    needs_c()
     kind, name = case.split(":")
     if kind == "regions":
         func, n, origin, domain, externals = REGION_CASES[name]

@@ -20,11 +20,13 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import stencilkit as sk
-from stencilkit import BACKWARD, FORWARD, PARALLEL, Field, computation, interval, registry
+from stencilkit import BACKWARD, FORWARD, PARALLEL, Field, computation, interval
 
 # GT4Py's spelling: cp and dp temporaries, read one level below in the forward sweep and at
 # the level itself in the backward one
 from stencilkit.bench_definitions import tridiagonal_temporaries as tridiag
+
+from .requires import needs_c
 
 
 def reach(a: Field[np.float64], out: Field[np.float64]):
@@ -109,9 +111,7 @@ def test_rows_wider_than_the_domain(backend, layout):
 def test_storages_keep_the_temporaries_in_row_buffers():
     """The code built for K-outermost storages: cp and dp are per-thread row buffers, not
     arrays handed in by the caller (whose strides would be kernel parameters)."""
-    reason = registry.REGISTRY["c"].probe()
-    if reason is not None:
-        pytest.skip(f"backend c: {reason}")
+    needs_c()
     shape = (4, 6, 5)
     fields = [sk.as_storage(x, backend="c") for x in _fields(shape, 4) + [np.zeros(shape)]]
     assert fields[0].strides[2] > fields[0].strides[1] == 8  # K outermost, J contiguous
@@ -187,9 +187,7 @@ def test_random_vertical_solvers_match_numpy(solver):
     text, shape, origin, domain = solver
     note(text)
     note(f"shape {shape}, origin {origin}, domain {domain}")
-    reason = registry.REGISTRY["c"].probe()
-    if reason is not None:
-        pytest.skip(f"backend c: {reason}")
+    needs_c()
     defn = _solver(text)
     for layout in LAYOUTS:
         _run(defn, "c", layout, _fields(shape, 2, seed=len(text)) + [np.zeros(shape)],

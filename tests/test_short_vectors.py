@@ -14,16 +14,12 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import dtypes, registry
+from stencilkit import dtypes
 from stencilkit.ir import kernel as k
 from stencilkit.passes.lower_point import PARALLEL_MIN_WORK
 from stencilkit.passes.platforms.c import short_vector_lanes
 
-
-def _needs_c():
-    reason = registry.REGISTRY["c"].probe()
-    if reason is not None:
-        pytest.skip(f"backend c: {reason}")
+from .requires import needs_c
 
 
 def lap3d(a):
@@ -106,7 +102,7 @@ def test_loops_that_keep_ivdep():
 
 
 def test_only_the_serial_copy_has_short_vectors():
-    _needs_c()
+    needs_c()
     a64 = np.ones((6, 6, 6))
     src = sk.stencil(lap3d, backend="c").generate(a64)
     interior = src[src.index("/* --- interior --- */"):]
@@ -123,7 +119,7 @@ def test_only_the_serial_copy_has_short_vectors():
 def test_both_copies_against_numba(func, dtype, numba_stencil):
     """Row lengths 3 to 21 (every remainder of 4-, 8- and 16-lane vectors), each on a
     serial-copy shape and on a parallel one (just above ``PARALLEL_MIN_WORK``)."""
-    _needs_c()
+    needs_c()
     numba = pytest.importorskip("numba")
     rng = np.random.default_rng(7)
     st = sk.stencil(func, backend="c")
@@ -156,7 +152,7 @@ def test_serial_copy_streams_only_where_it_can(monkeypatch):
     """The serial copy runs below ``PARALLEL_MIN_WORK`` points: with the default streaming
     threshold (far above it) its rows are the plain loop only; with a threshold below it
     (``STENCILKIT_STREAM_MIN_BYTES``) they stream too."""
-    _needs_c()
+    needs_c()
     a = np.ones((6, 6, 6))
 
     def copies(src: str) -> tuple[str, str]:
