@@ -70,6 +70,9 @@ def load_module(kind: str, source: str) -> ModuleType:
             path = _private_copy(k, source)
         mod = _import(PREFIX + k, path)
         cache.memory_put(k, mod)
+        from ..runtime.threads import sync_numba
+
+        sync_numba()  # the module imported Numba: hand it sk.set_num_threads's count
     return mod  # type: ignore[return-value]
 
 

@@ -42,8 +42,14 @@ _TEAM_SIZE = """\
  * nesting, so after a Numba parallel call that would ignore OMP_NUM_THREADS and a call from
  * inside a parallel region would start a nested team. */
 static int sk_team_threads;
+/* sk.set_num_threads's process-wide count (runtime/threads.py), found by PyInit; 0: unset */
+static int *sk_team_cell;
 static inline int sk_team_size(void) {
     if (omp_in_parallel()) return 1;
+    if (sk_team_cell != NULL) {
+        int set = __atomic_load_n(sk_team_cell, __ATOMIC_RELAXED);
+        if (set > 0) return set;
+    }
     int n = __atomic_load_n(&sk_team_threads, __ATOMIC_RELAXED);
     if (n <= 0) {
         const char *env = getenv("OMP_NUM_THREADS");
@@ -686,7 +692,11 @@ def module_footer(module: str, exact: bool = False, numpy: bool = False) -> str:
     """The module definition around ``sk_call`` (METH_FASTCALL), and ``sk_call_exact``;
     ``numpy``: the module uses NumPy's C API (``sk_view``), imported when it loads."""
     methods = ["    {\"call\", (PyCFunction)(void (*)(void))sk_call, METH_FASTCALL, NULL},"]
-    init = [f"PyMODINIT_FUNC PyInit_{module}(void) {{"]
+    init = [f"PyMODINIT_FUNC PyInit_{module}(void) {{",
+            "#ifdef _OPENMP",
+            "    sk_team_cell = (int *)PyCapsule_Import(\"stencilkit.runtime.threads.TEAM_CELL\", 0);",
+            "    if (sk_team_cell == NULL) PyErr_Clear();  /* then the module's own default */",
+            "#endif"]
     if numpy:
         init.append("    import_array();  /* returns NULL with the error set if it fails */")
     if exact:
