@@ -29,7 +29,7 @@ from .passes.lower_point import MODES, Layout
 from .runtime.launch import PointCall, check_shapes
 from .runtime.opencl import is_device_array, unit_last_stride
 
-_POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend"}
+_POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend", "dims"}
 _COMPUTATION_OPTIONS = {"backend", "externals", "dtypes"}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
@@ -96,6 +96,24 @@ def _caller_location() -> Location | None:
     return None if frame is None else Location(frame.f_code.co_filename, frame.f_lineno, 1)
 
 
+def _checked_dims(dims: object, func: object) -> tuple[str, ...] | None:
+    """``dims=`` as a tuple of distinct dimension names, or a StencilTypeError."""
+    if dims is None:
+        return None
+    names = (dims,) if isinstance(dims, str) else dims
+    try:
+        names = tuple(names)  # type: ignore[arg-type]
+    except TypeError:
+        names = None  # type: ignore[assignment]
+    if (not names or not all(isinstance(n, str) for n in names)
+            or len(set(names)) != len(names)):
+        raise StencilTypeError(f"malformed dims={dims!r}",
+                               stencil=getattr(func, "__name__", "stencil"),
+                               hint="pass dims=(\"name\", ...) with one distinct dimension name "
+                                    "per axis of the kernel, e.g. dims=(\"latitude\", \"longitude\")")
+    return names
+
+
 #: Offsets beyond this can never meet an array (and would overflow 64-bit index arithmetic).
 _MAX_OFFSET = 2**40
 
@@ -105,9 +123,12 @@ class PointStencil:
 
     def __init__(self, func: FunctionType, *, neighborhood: Neighborhood | None = None,
                  cval: object = None, standard_indexing: tuple[str, ...] | list[str] = (),
-                 backend: str | None = None, mode: str = "constant") -> None:
+                 backend: str | None = None, mode: str = "constant",
+                 dims: tuple[str, ...] | None = None) -> None:
         self.func = func
         self.__name__ = getattr(func, "__name__", "stencil")
+        # xarray: the dimension names the kernel's axes run over (API.md section 9)
+        self.dims = _checked_dims(dims, func)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
         self.explicit_neighborhood = _checked_neighborhood(neighborhood, func)

@@ -215,6 +215,8 @@ def reduce_point(st) -> tuple:
     mode = border_mode(st)
     if mode != "constant":
         options["func_or_mode"] = mode
+    if st.dims is not None:
+        options["dims"] = st.dims
     return _reduced(rebuild_point, st, st._parse()[1].namespace, options)
 
 

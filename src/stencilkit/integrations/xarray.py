@@ -4,7 +4,9 @@ A point kernel whose first argument is a ``DataArray`` (or ``Variable``) returns
 same dims, coords, attrs and name, holding the result of the call on the underlying data
 (NumPy, or a lazy dask array when the data is dask-backed). Other DataArray arguments are
 passed by their data; relatively indexed ones must have the first one's dims, in its order,
-since the kernel's relative indices are positional. A computation takes DataArrays as fields
+since the kernel's relative indices are positional. With ``dims=`` on the stencil, the kernel's
+axes run over those named dimensions and every other dimension is broadcast (API.md section 9).
+A computation takes DataArrays as fields
 and writes into their data.
 """
 
@@ -46,6 +48,8 @@ def point_call(st, args: tuple, out: object):
         if type(a).__module__.partition(".")[0] == "xarray" and not isinstance(a, labelled):
             _refuse_other(st, None if i == len(args) else i, a)
     template = args[0] if args and isinstance(args[0], labelled) else None
+    if template is not None and st.dims is not None:
+        return _named_dims_call(st, args, out, template)
     if template is not None:
         kernel, _ = st._parse()
         relative = {i for i, p in enumerate(kernel.params) if p in kernel.relative}
@@ -99,3 +103,111 @@ def field_data(stencil: str, name: str, value: object) -> np.ndarray:
                             f"{type(data).__name__}, not a NumPy array", stencil=stencil,
                             hint="pass a DataArray holding NumPy data")
     return data
+
+
+def _relative_positions(st) -> set[int]:
+    kernel, _ = st._parse()
+    return {i for i, p in enumerate(kernel.params) if p in kernel.relative}
+
+
+def _named_dims_call(st, args: tuple, out: object, template):
+    """``dims=``: the kernel over the named dimensions, once per index of the others.
+
+    Relatively indexed DataArrays take part by name (``xr.apply_ufunc``: broadcast against
+    each other, the named dims moved last, lazily per dask block); other arguments reach
+    every application as they are (DataArrays by their data)."""
+    import xarray as xr
+
+    labelled = _xr_types()
+    dims = st.dims
+    relative = _relative_positions(st)
+    named = [i for i, a in enumerate(args) if i in relative and isinstance(a, labelled)]
+    for i in named:
+        _require_dims(st, f"argument {i + 1}", args[i], dims)
+    if out is not None and isinstance(out, labelled):
+        _require_dims(st, "'out'", out, dims)
+    plain = [a.data if isinstance(a, labelled) else a for a in args]
+    core_shape = tuple(template.sizes[d] for d in dims)
+
+    def apply_each(*blocks: np.ndarray, target: np.ndarray | None = None) -> np.ndarray:
+        nd = len(dims)
+        batch = np.broadcast_shapes(*(b.shape[:-nd] for b in blocks))
+        blocks = tuple(np.broadcast_to(b, batch + b.shape[-nd:]) for b in blocks)
+
+        def one(index: tuple[int, ...], out_block: np.ndarray | None = None):
+            call = list(plain)
+            for i, b in zip(named, blocks):
+                call[i] = b[index]
+            return st(*call, out=out_block)
+
+        if target is not None:
+            for index in np.ndindex(batch):
+                one(index, target[index])
+            return target
+        result = None
+        for index in np.ndindex(batch):
+            value = one(index)
+            if result is None:
+                result = np.empty(batch + value.shape, value.dtype)
+            result[index] = value
+        if result is None:  # an empty batch: the dtype from a stand-in application
+            sample = one_sample()
+            result = np.empty(batch + sample.shape, sample.dtype)
+        return result
+
+    def one_sample() -> np.ndarray:
+        call = list(plain)
+        for i in named:
+            call[i] = np.zeros(core_shape, dtype=args[i].dtype)
+        return st(*call)
+
+    if out is not None:
+        return _named_dims_into(st, args, named, dims, out, apply_each)
+    lazy = any(type(args[i].data).__module__.partition(".")[0] == "dask" for i in named)
+    result = xr.apply_ufunc(
+        apply_each, *(args[i] for i in named),
+        input_core_dims=[list(dims)] * len(named), output_core_dims=[list(dims)],
+        join="override", dask="parallelized",
+        output_dtypes=[one_sample().dtype] if lazy else None,
+        # a block must hold the whole of the named dims: the kernel's neighbourhood spans them
+        dask_gufunc_kwargs={"allow_rechunk": True})
+    result = result.transpose(*template.dims, ...)
+    result.attrs = dict(template.attrs)
+    result.name = template.name
+    return result
+
+
+def _named_dims_into(st, args, named, dims, out, apply_each):
+    """``out=`` with ``dims=``: each application writes its slice of ``out`` in place."""
+    labelled = _xr_types()
+    if not isinstance(out, labelled):
+        raise ArgumentError("with dims=, 'out' must be a DataArray", stencil=st.__name__,
+                            hint="pass out= as a DataArray with the dims of the result")
+    if not isinstance(out.data, np.ndarray):
+        raise ArgumentError("'out' is a DataArray not backed by a NumPy array, which cannot be "
+                            "written in place", stencil=st.__name__,
+                            hint="pass out= backed by a NumPy array (out.load())")
+    batch = [d for d in out.dims if d not in dims]
+    blocks = []
+    for i in named:
+        a = args[i]
+        extra = [d for d in a.dims if d not in out.dims]
+        if extra:
+            raise ArgumentError(f"argument {i + 1} has dimension {extra[0]!r}, which 'out' "
+                                f"lacks", stencil=st.__name__,
+                                hint=f"pass out= with dims {tuple(batch) + tuple(dims)} "
+                                     "(any order)")
+        a = a.expand_dims([d for d in batch if d not in a.dims])
+        blocks.append(np.asarray(a.transpose(*batch, *dims).data))
+    target = out.transpose(*batch, *dims).data  # a view of out's NumPy data
+    apply_each(*blocks, target=target)
+    return out
+
+
+def _require_dims(st, what: str, value, dims: tuple[str, ...]) -> None:
+    missing = [d for d in dims if d not in value.dims]
+    if missing:
+        raise ArgumentError(f"{what} has dims {tuple(value.dims)}, without {missing[0]!r}, one "
+                            f"of the dims {dims} the kernel runs over", stencil=st.__name__,
+                            hint=f"rename its dimension to {missing[0]!r} "
+                                 f"(arr.rename({{...: {missing[0]!r}}})) or change dims=")
