@@ -6,8 +6,7 @@ same dims, coords, attrs and name, holding the result of the call on the underly
 passed by their data; relatively indexed ones must have the first one's dims, in its order,
 since the kernel's relative indices are positional. With ``dims=`` on the stencil, the kernel's
 axes run over those named dimensions and every other dimension is broadcast (API.md section 9).
-A computation takes DataArrays as fields
-and writes into their data.
+A computation takes DataArrays as fields and writes into their data.
 """
 
 from __future__ import annotations
