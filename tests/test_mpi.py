@@ -197,7 +197,8 @@ def test_point_kernels_random_geometry(data):
     """Random shapes (uneven splits), splits, halos, periodic flags and kernels; the same
     examples on every rank (derandomized)."""
     name = data.draw(st.sampled_from(["heat", "diagonal_cval", "one_sided_int", "two_arrays"]))
-    mode = data.draw(st.sampled_from(("constant",) + MODES))
+    single = st.sampled_from(("constant",) + MODES)
+    mode = data.draw(st.one_of(single, st.tuples(single, single)))  # per axis: section 9
     n0 = data.draw(st.integers(3 * SIZE, 3 * SIZE + 9))
     n1 = data.draw(st.integers(3 * SIZE, 3 * SIZE + 9))
     factors = [(a, SIZE // a) for a in range(1, SIZE + 1) if SIZE % a == 0]
@@ -250,6 +251,23 @@ def test_border_modes_with_periodic_axes(mode, name):
     for periodic in (tuple(i == 0 for i in range(ndim)), tuple(i == 1 for i in range(ndim))):
         for dims in dims_choices(ndim)[:2]:
             _point_run(name, BACKENDS[-1], dims, periodic, False, mode)
+
+
+MIXED_MODES = (("constant", "wrap"), ("nearest", "constant"), ("reflect", "mirror"),
+               ("wrap", "reflect"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", MIXED_MODES, ids="-".join)
+@pytest.mark.parametrize("name", ["heat", "diagonal_cval", "two_arrays", "loop_sum"])
+def test_per_axis_border_modes_match_one_process(backend, mode, name):
+    """One mode per axis (API.md section 9): every split on NumPy, the default on C, with
+    and without out=, and with either axis periodic (a periodic axis stays periodic)."""
+    for dims in dims_choices(2) if backend == "numpy" else [None]:
+        for with_out in (False, True):
+            _point_run(name, backend, dims, False, with_out, mode)
+    for periodic in ((True, False), (False, True)):
+        _point_run(name, backend, None, periodic, False, mode)
 
 
 def right2(a):

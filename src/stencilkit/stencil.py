@@ -23,9 +23,10 @@ from .errors import ArgumentError, Location, StencilError, StencilSyntaxError, S
 from .frontend.computation import is_computation
 from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
+from .ir import border_modes
 from .ir import definition as d
 from .passes import pipeline
-from .passes.lower_point import MODES, Layout
+from .passes.lower_point import Layout
 from .runtime.launch import PointCall, check_shapes
 from .runtime.opencl import is_device_array, unit_last_stride
 
@@ -123,7 +124,7 @@ class PointStencil:
 
     def __init__(self, func: FunctionType, *, neighborhood: Neighborhood | None = None,
                  cval: object = None, standard_indexing: tuple[str, ...] | list[str] = (),
-                 backend: str | None = None, mode: str = "constant",
+                 backend: str | None = None, mode: border_modes.Mode = "constant",
                  dims: tuple[str, ...] | None = None) -> None:
         self.func = func
         self.__name__ = getattr(func, "__name__", "stencil")
@@ -135,7 +136,8 @@ class PointStencil:
         self.cval = cval
         self.standard_indexing = tuple(standard_indexing or ())
         self.backend = backend
-        self.mode = mode  # the border mode (func_or_mode): "constant" or a remapping mode
+        # the border mode (func_or_mode): one name, or a tuple of one per axis (ir.border_modes)
+        self.mode = mode
         self._neighborhood: Neighborhood | None = self.explicit_neighborhood
         self._parsed: tuple[d.PointKernel, SourceFunction] | None = None
         self._specs: dict[tuple, PointCall] = {}
@@ -383,9 +385,20 @@ class PointStencil:
         self._last = (chosen.name, typed, source)
         self._last_build = (typed, layout, out_dtype, types)
         return chosen.launcher("point")(
-            entry, out_dtype, cval, self.cval is not None and self.mode == "constant", name,
+            entry, out_dtype, cval, self.cval is not None and border_modes.any_constant(self.mode),
+            name,
             kernel.loc,
             array_positions=arrays, relative_positions=relative, source=source)
+
+    def axis_modes(self, ndim: int) -> tuple[str, ...]:
+        """The border mode of each of ``ndim`` axes; a StencilTypeError when
+        ``func_or_mode`` is a tuple of another length."""
+        try:
+            return border_modes.per_axis(self.mode, ndim)
+        except ValueError as exc:
+            raise StencilTypeError(str(exc), stencil=self.__name__, loc=self._parse()[0].loc,
+                                   hint=f"give func_or_mode one mode per dimension: {ndim}"
+                                   ) from None
 
     def _typed_call(self, types: tuple[ArgType, ...], okey: tuple | None) -> TypedCall:
         """What a call with arguments of ``types`` (and ``out`` of ``okey``: dtype, ndim,
@@ -405,8 +418,10 @@ class PointStencil:
         if dtypes.is_complex(rt) and not dtypes.is_complex(out_dtype):
             raise ArgumentError(f"the kernel returns {rt} but 'out' is {out_dtype}",
                                 stencil=name, loc=kernel.loc, hint="pass a complex out= array")
-        # cval applies to "constant" only; the other modes compute every element
-        cval = self._converted_cval(rt, out_dtype, kernel) if self.mode == "constant" else 0
+        self.axis_modes(typed.kernel.ndim)
+        # cval applies along "constant" axes only; the other modes compute every element
+        cval = (self._converted_cval(rt, out_dtype, kernel)
+                if border_modes.any_constant(self.mode) else 0)
         arrays = tuple(i for i, t in enumerate(types) if t.is_array)
         relative = tuple(i for i, p in enumerate(kernel.params) if p in kernel.relative
                          and types[i].is_array)
@@ -472,13 +487,17 @@ def stencil(func_or_mode: object = "constant", **options: object):
     ``func_or_mode`` is, as in Numba, either the kernel or the border mode: "constant"
     (Numba's: border elements are ``cval``), or scipy.ndimage's "nearest", "reflect",
     "mirror", "wrap" (every element computed, reads outside an array remapped into it)."""
-    if isinstance(func_or_mode, str):
-        mode, func = func_or_mode, None
+    if isinstance(func_or_mode, (str, tuple, list)):
+        mode_value, func = func_or_mode, None
     else:
-        mode, func = "constant", func_or_mode
-    if mode not in MODES:
-        raise StencilError(f"unsupported mode style {mode!r}", loc=_caller_location(),
-                           hint="use func_or_mode= one of " + ", ".join(map(repr, MODES)))
+        mode_value, func = "constant", func_or_mode
+    try:
+        mode = border_modes.normalize(mode_value)
+    except ValueError as exc:
+        raise StencilError(str(exc), loc=_caller_location(),
+                           hint="use func_or_mode= one of " + ", ".join(
+                               map(repr, border_modes.MODES)) + ", or a tuple of them, one "
+                           "per axis") from None
     unknown = sorted(set(options) - _POINT_OPTIONS - _COMPUTATION_OPTIONS)
     if unknown:
         raise StencilError(f"unknown stencil option(s) {unknown}",

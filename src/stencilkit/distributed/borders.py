@@ -51,20 +51,20 @@ class AxisFill:
     src: tuple[slice | np.ndarray, ...]
 
 
-def exchanged_axes(dec: Decomposition, mode: str) -> tuple[bool, ...]:
+def exchanged_axes(dec: Decomposition, modes: Sequence[str]) -> tuple[bool, ...]:
     """Per axis, whether the halo beyond the global edge comes from the exchange (periodic
-    axes; in mode "wrap", every split axis too): ``dec.periodic`` widened."""
-    if mode != "wrap":
-        return dec.periodic
-    return tuple(p or d > 1 for p, d in zip(dec.periodic, dec.dims))
+    axes; every split axis in mode "wrap" too): ``dec.periodic`` widened."""
+    return tuple(p or (m == "wrap" and d > 1)
+                 for p, d, m in zip(dec.periodic, dec.dims, modes))
 
 
-def check_halo(dec: Decomposition, name: str, widths: Widths, mode: str,
+def check_halo(dec: Decomposition, name: str, widths: Widths, modes: Sequence[str],
                stencil: str | None) -> None:
-    """In a remapping mode the kernel runs on the block widened by its border along every
-    axis (split or not), so the halo must hold that border everywhere."""
+    """The kernel runs on the block widened by its border along every remapped axis (split
+    or not), so the halo must hold that border there."""
     for i, (lo, hi) in enumerate(widths):
-        if max(lo, hi) > dec.halo[i]:
+        mode = modes[i]
+        if mode != "constant" and max(lo, hi) > dec.halo[i]:
             raise ArgumentError(
                 f"array '{name}' needs a halo of {max(lo, hi)} along axis {i} in border mode "
                 f"{mode!r} (it is read {lo} point(s) before and {hi} after its block) but its "
@@ -80,7 +80,7 @@ def _mapped(dec: Decomposition, i: int, side: int, count: int, mode: str) -> np.
     return remap(mode, g, n)
 
 
-def reach(dec: Decomposition, widths: Widths, mode: str,
+def reach(dec: Decomposition, widths: Widths, modes: Sequence[str],
           exchanged: Sequence[bool]) -> tuple[tuple[int, int], ...]:
     """``widths`` widened by how far the cells the fill copies from lie beyond the edge
     block, into its halo: a block thinner than the mirror image of the border (mode
@@ -90,7 +90,9 @@ def reach(dec: Decomposition, widths: Widths, mode: str,
     out = []
     for i, (lo, hi) in enumerate(widths):
         p = dec.dims[i]
-        if exchanged[i] or p == 1:  # one rank holds the axis: every source is its own
+        mode = modes[i]
+        # one rank holds the axis: every source is its own; "constant": nothing is filled
+        if exchanged[i] or p == 1 or mode == "constant":
             out.append((lo, hi))
             continue
         first, last = split(dec.shape[i], p, 0), split(dec.shape[i], p, p - 1)
@@ -103,19 +105,20 @@ def reach(dec: Decomposition, widths: Widths, mode: str,
     return tuple(out)
 
 
-def plan(dec: Decomposition, widths: Widths, mode: str,
+def plan(dec: Decomposition, widths: Widths, modes: Sequence[str],
          exchanged: Sequence[bool]) -> tuple[AxisFill, ...]:
     """The copies that fill the halo beyond the global edge of an array read
     ``widths[i] = (before, after)`` its block along each axis, once it holds
     ``reach(...)`` from the exchange (``check_halo`` and the exchange's checks passed)."""
-    wide = reach(dec, widths, mode, exchanged)
+    wide = reach(dec, widths, modes, exchanged)
     # each slab spans the part of the other axes' halos that is read or copied from
     around = [slice(dec.halo[j] - wlo, dec.halo[j] + dec.local_shape[j] + whi)
               for j, (wlo, whi) in enumerate(wide)]
     fills = []
     for i, (lo, hi) in enumerate(widths):
-        if exchanged[i]:
+        if exchanged[i] or modes[i] == "constant":
             continue
+        mode = modes[i]
         h, s, e = dec.halo[i], *dec.bounds[i]
         for side, count, coord in ((-1, lo, 0), (1, hi, dec.dims[i] - 1)):
             if count == 0 or coord != dec.coords[i]:

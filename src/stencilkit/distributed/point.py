@@ -13,6 +13,8 @@ point is computed as with ``"wrap"``. In the remapping modes ("nearest", "reflec
 global edge is filled with the elements the mode maps it to (``borders``), and the kernel
 runs in "constant" mode on the view (a twin of the stencil), computing every owned point
 from the values the one-process call reads. Periodic axes stay periodic in every mode.
+With one mode per axis (API.md section 9) each axis follows its own mode: clipped along
+"constant" axes (cval, with the twin carrying it), widened and filled along the others.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArgumentError, StencilError
+from ..ir import border_modes
 from ..passes import pipeline
 from ..stencil import PointStencil
 from . import borders, halo
@@ -132,10 +135,11 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
     local = tuple(a.data if type(a) is DistributedArray else a for a in args)
     border, offsets = _analyse(st, kernel, local)
     box = _widths(border)
+    modes = st.axis_modes(len(border))
     remapping = mode != "constant"
-    via = dec.wrapped(borders.exchanged_axes(dec, mode))
-    if remapping:  # the view below spans the border along every axis
-        borders.check_halo(dec, kernel.params[0], box, mode, name)
+    via = dec.wrapped(borders.exchanged_axes(dec, modes))
+    if remapping:  # the view below spans the border along every remapped axis
+        borders.check_halo(dec, kernel.params[0], box, modes, name)
     needs, fills = [], []
     for i, a in enumerate(args):
         if type(a) is not DistributedArray:
@@ -143,13 +147,13 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
         p = kernel.params[i]
         if remapping:
             read = _reach(offsets[p]) if offsets is not None else box
-            wide = borders.reach(dec, read, mode, via.periodic)
+            wide = borders.reach(dec, read, modes, via.periodic)
             if wide != read:  # sources beyond the edge block: its whole box, corners too
                 need = halo.from_box(via, wide, True)
             else:
                 need = (halo.from_offsets(via, offsets[p]) if offsets is not None
                         else halo.from_box(via, box, True))
-            copies = borders.plan(dec, read, mode, via.periodic)
+            copies = borders.plan(dec, read, modes, via.periodic)
             if copies:
                 fills.append((i, copies))
         else:
@@ -161,7 +165,8 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
     view_need = halo.from_box(via, box, False)
     halo.check_blocks(via, [(kernel.params[0], view_need)], name)
     return PointPlan(dec, tuple(i for i, _ in needs), tuple(n for _, n in needs),
-                     *_view(via, border, remapping), kernel=_twin(st) if remapping else st,
+                     *_view(via, border, tuple(m != "constant" for m in modes)),
+                     kernel=_twin(st) if remapping else st,
                      via=None if via is dec else via, fills=tuple(fills))
 
 
@@ -175,8 +180,10 @@ def _reach(offsets: list[tuple[int, ...]]) -> tuple[tuple[int, int], ...]:
 def _twin(st: PointStencil) -> PointStencil:
     twin = _twins.get(st)
     if twin is None:
+        # cval where some axis is "constant": the view's border along it is the call's
+        cval = st.cval if border_modes.any_constant(st.mode) else None
         twin = _twins[st] = PointStencil(
-            st.func, neighborhood=st.explicit_neighborhood,
+            st.func, neighborhood=st.explicit_neighborhood, cval=cval,
             standard_indexing=st.standard_indexing, backend=st.backend, mode="constant")
     return twin
 
@@ -210,12 +217,12 @@ def _analyse(st, kernel, local: tuple):
     return hit
 
 
-def _view(dec: Decomposition, border, unclipped: bool
+def _view(dec: Decomposition, border, unclipped: tuple[bool, ...]
           ) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
     view, owned = [], []
     for i, ((s, e), (lo, hi)) in enumerate(zip(dec.bounds, border)):
         g0, g1 = s + lo, e + hi  # lo <= 0 <= hi
-        if not (unclipped or dec.periodic[i]):
+        if not (unclipped[i] or dec.periodic[i]):
             g0, g1 = max(g0, 0), min(g1, dec.shape[i])
         h = dec.halo[i]
         view.append(slice(g0 - s + h, g1 - s + h))

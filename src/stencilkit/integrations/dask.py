@@ -14,6 +14,8 @@ How the global border stays exactly that of the NumPy call, whatever the chunkin
   dask slices of the array chosen by ``np.pad`` itself applied to ``arange(n)`` (so any pad
   width and any array size agree with NumPy), the constant-mode kernel runs as above, and
   the result is cropped back to the first array's shape.
+- one mode per axis (API.md section 9): the remapped axes are padded as above, the
+  "constant" ones are not, and the constant-mode kernel (with ``cval``) runs on the result.
 
 Uneven neighbourhoods overlap unevenly (per axis ``(lo, hi)``, which dask allows with
 ``boundary="none"``). Chunks smaller than the overlap are merged with their neighbours
@@ -30,6 +32,7 @@ import weakref
 import numpy as np
 
 from ..errors import ArgumentError
+from ..ir import border_modes
 from ..passes import pipeline
 from ..runtime.launch import check_shapes
 
@@ -50,11 +53,10 @@ def is_dask_array(value: object) -> bool:
         and hasattr(value, "chunks")
 
 
-def border_mode(st) -> str:
-    """The stencil's border mode (``func_or_mode``, kept as ``st.mode``); ``"constant"``
-    for a build of stencilkit without border modes."""
-    mode = getattr(st, "mode", "constant")
-    return mode if isinstance(mode, str) else "constant"
+def border_mode(st) -> border_modes.Mode:
+    """The stencil's border mode (``func_or_mode``, kept as ``st.mode``): one name, or one
+    per axis."""
+    return getattr(st, "mode", "constant")
 
 
 # ---------------------------------------------------------------- the call
@@ -123,7 +125,8 @@ def _analyse(st, args: tuple) -> tuple[tuple[tuple[int, int], ...], np.dtype, tu
     if st._neighborhood is None:
         st._neighborhood = typed.neighborhood.neighborhood
     rt = typed.kernel.return_type
-    if border_mode(st) == "constant":  # cval applies to "constant" only
+    st.axis_modes(typed.kernel.ndim)
+    if border_modes.any_constant(border_mode(st)):  # cval applies to "constant" axes only
         st._converted_cval(rt, rt, kernel)  # the NumPy call's checks of it
     relative = tuple(i for i, p in enumerate(kernel.params)
                      if p in kernel.relative and types[i].is_array)
@@ -141,16 +144,17 @@ def _build(st, args: tuple, border, dtype: np.dtype, relative: tuple[int, ...]):
     shape = tuple(int(n) for n in np.shape(args[0]))
     ndim = len(shape)
     mode = border_mode(st)
+    modes = border_modes.per_axis(mode, ndim)
     depth = tuple((-lo, hi) for lo, hi in border)
     if mode == "constant" or 0 in shape:
         # an empty array has no border to fill in any mode
         pads = ((0, 0),) * ndim
         runner = st
     else:
-        pads = depth
+        pads = tuple((0, 0) if m == "constant" else d for m, d in zip(modes, depth))
         runner = constant_twin(st)
     ext_shape = tuple(n + lo + hi for n, (lo, hi) in zip(shape, pads))
-    extended = {i: _extended(args[i], shape, pads, mode) for i in relative}
+    extended = {i: _extended(args[i], shape, pads, modes) for i in relative}
     base = next((x.chunks for x in extended.values() if is_dask_array(x)),
                 tuple((n,) for n in ext_shape))
     chunks = tuple(_merged(c, max(d)) for c, d in zip(base, depth))
@@ -185,17 +189,20 @@ def _build(st, args: tuple, border, dtype: np.dtype, relative: tuple[int, ...]):
     return result
 
 
-def _extended(a: object, shape: tuple[int, ...], pads, mode: str) -> object:
+def _extended(a: object, shape: tuple[int, ...], pads, modes: tuple[str, ...]) -> object:
     """A relatively indexed array as the kernel sees it: cut to the first array's shape
     ("constant"), or padded as ``np.pad`` pads it and cut to the padded first array's shape."""
     if all(lo == hi == 0 for lo, hi in pads):
         if tuple(a.shape) != shape:
             a = a[tuple(slice(0, n) for n in shape)]
         return a
-    npmode = NP_PAD_MODES[mode]
     for ax, (n, (lo, hi)) in enumerate(zip(shape, pads)):
         m = a.shape[ax]
-        idx = np.pad(np.arange(m), (lo, hi), mode=npmode)[:n + lo + hi]
+        if not (lo or hi):  # a "constant" axis: cut to the first array's extent only
+            if m != n:
+                a = a[(slice(None),) * ax + (slice(0, n),)]
+            continue
+        idx = np.pad(np.arange(m), (lo, hi), mode=NP_PAD_MODES[modes[ax]])[:n + lo + hi]
         a = _gather(a, ax, idx)
     return a
 
@@ -257,7 +264,9 @@ def constant_twin(st):
     if twin is None:
         from ..stencil import PointStencil
 
-        twin = PointStencil(st.func, neighborhood=st.explicit_neighborhood,
+        # with cval where some axis is "constant": the twin's border along it is the call's
+        cval = st.cval if border_modes.any_constant(st.mode) else None
+        twin = PointStencil(st.func, neighborhood=st.explicit_neighborhood, cval=cval,
                             standard_indexing=st.standard_indexing, backend=st.backend)
         twin.__name__ = st.__name__
         _TWINS[st] = twin

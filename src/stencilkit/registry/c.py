@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from .. import dtypes
+from ..ir import border_modes
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 
@@ -54,11 +55,12 @@ class CBackend(Backend):
         # but the clamped element it reads instead does not exist either. Refuse before
         # running, unless no point that runs the body (the interior, or in the other modes
         # any) exists.
-        if mode == "constant":
-            no_interior = " || ".join(f"v0->shape[{dim}] <= {hi - lo}"
-                                      for dim, (lo, hi) in enumerate(typed.neighborhood.border))
-        else:
-            no_interior = "v0->len == 0"
+        # (only "constant" axes can leave no point to compute: the others compute them all)
+        modes = border_modes.per_axis(mode, kernel.ndim)
+        no_interior = " || ".join(["v0->len == 0", *(
+            f"v0->shape[{dim}] <= {hi - lo}"
+            for dim, (lo, hi) in enumerate(typed.neighborhood.border)
+            if modes[dim] == "constant")])
         checks = tuple((f"v{i}->len != 0 || {no_interior}", f"standard_indexing array "
                         f"'{a.name}' is empty, so every read of it is out of range")
                        for i, a in enumerate(wrapper_args) if a.role == "standard"

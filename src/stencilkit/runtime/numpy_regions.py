@@ -5,7 +5,9 @@ shifted view, exactly as without border modes), then, in the remapping border mo
 ("nearest", "reflect", "mirror", "wrap"), one box per dimension covering the border: box
 ``d`` holds the points inside the interior along the dimensions before ``d``, in the two
 border strips along ``d``, and anywhere along the dimensions after it, so the boxes are
-disjoint and together hold every point outside the interior. A box reads through open-mesh
+disjoint and together hold every point outside the interior. With one mode per axis
+(API.md section 9) only the remapped axes have boxes, and every box keeps to the interior
+along the "constant" axes (whose border the caller filled with cval). A box reads through open-mesh
 index arrays (``np.ix_``), each remapped into the array it indexes by its own extent, so
 no padded copy of an input is ever made.
 """
@@ -56,13 +58,13 @@ class Interior:
 class Box:
     """A box of border points given by its centre indices per dimension."""
 
-    __slots__ = ("centres", "grid", "lo", "hi", "mode")
+    __slots__ = ("centres", "grid", "lo", "hi", "modes")
 
     def __init__(self, centres: tuple[np.ndarray, ...], lo: tuple[int, ...],
-                 hi: tuple[int, ...], mode: str) -> None:
+                 hi: tuple[int, ...], modes: tuple[str, ...]) -> None:
         self.centres = centres
         self.grid = np.ix_(*centres)
-        self.lo, self.hi, self.mode = lo, hi, mode
+        self.lo, self.hi, self.modes = lo, hi, modes
 
     def shifted(self, a: np.ndarray, offset: tuple) -> np.ndarray:
         """``a`` read at every point of the box shifted by ``offset``, indices remapped."""
@@ -72,7 +74,7 @@ class Box:
                 o = int(o)
                 if o < -l_ or o > h:
                     raise IndexError(f"relative index {o} outside the neighbourhood")
-                idx.append(remap(self.mode, c + o, a.shape[dim]))
+                idx.append(_remapped(self.modes[dim], c + o, a.shape[dim]))
             return a[np.ix_(*idx)]
         # Offsets that vary per point: full index arrays (broadcast by advanced indexing).
         full = []
@@ -80,25 +82,32 @@ class Box:
             o = np.asarray(o)
             if np.any((o < -l_) | (o > h)):
                 raise IndexError("relative index outside the neighbourhood")
-            full.append(remap(self.mode, g + o, a.shape[dim]))
+            full.append(_remapped(self.modes[dim], g + o, a.shape[dim]))
         return a[tuple(full)]
 
     def store(self, out: np.ndarray, value) -> None:
         out[self.grid] = np.asarray(value).astype(out.dtype, copy=False)
 
 
+def _remapped(mode: str, j: np.ndarray, n: int) -> np.ndarray:
+    # along a "constant" axis a box holds interior points only: every read is inside
+    return j if mode == "constant" else remap(mode, j, n)
+
+
 def regions(shape: tuple[int, ...], lo: tuple[int, ...], hi: tuple[int, ...],
-            mode: str) -> Iterator[Interior | Box]:
-    """The interior (when it has points), then, unless ``mode`` is "constant", the border
-    boxes that have points. ``lo``/``hi``: the border widths below and above, per dim."""
+            mode: str | tuple[str, ...]) -> Iterator[Interior | Box]:
+    """The interior (when it has points), then the border boxes of the remapped axes that
+    have points. ``lo``/``hi``: the border widths below and above, per dim; ``mode``: one
+    border mode, or one per axis."""
     if all(n - h > l_ for n, l_, h in zip(shape, lo, hi)):
         yield Interior(shape, lo, hi)
-    if mode == "constant":
-        return
+    modes = (mode,) * len(shape) if isinstance(mode, str) else tuple(mode)
     for d in range(len(shape)):
+        if modes[d] == "constant":
+            continue
         centres = []
         for k, (n, l_, h) in enumerate(zip(shape, lo, hi)):
-            if k < d:
+            if k < d or modes[k] == "constant":
                 centres.append(np.arange(l_, n - h))
             elif k == d:
                 head = min(l_, n)
@@ -107,4 +116,4 @@ def regions(shape: tuple[int, ...], lo: tuple[int, ...], hi: tuple[int, ...],
             else:
                 centres.append(np.arange(n))
         if all(len(c) for c in centres):
-            yield Box(tuple(centres), lo, hi, mode)
+            yield Box(tuple(centres), lo, hi, modes)
