@@ -147,6 +147,8 @@ class ComputationStencil:
             exec_info["call_start_time"] = time.perf_counter()
         values = self._arguments.bind(args, kwargs)
         fields = {f.name: values[f.name] for f in self.definition.fields}
+        if origin is None:
+            origin = _gt_origins(self.definition, fields)
         on_device = any(map(integrations.is_device, fields.values()))
         if on_device:  # CuPy arrays: checked and built on host stand-ins, run in place
             from .integrations import device
@@ -387,6 +389,18 @@ def _hashable(value: object) -> object:
     if value is None:
         return None
     return tuple(value)  # type: ignore[arg-type]
+
+
+def _gt_origins(defn: c.ComputationDef, fields: dict[str, object]) -> dict | None:
+    """GT4Py's storage protocol: a field carrying ``__gt_origin__`` (``stencilkit.storage``
+    with ``aligned_index=``, or another library's storage) has that origin when the call
+    gives none; the grid axes' entries only (data dimensions follow them)."""
+    found = {}
+    for f in defn.fields:
+        o = getattr(fields[f.name], "__gt_origin__", None)
+        if o is not None:
+            found[f.name] = tuple(int(x) for x in o)[:len(f.axes)]
+    return found or None
 
 
 def _shared_origin(defn: c.ComputationDef, fields: dict[str, np.ndarray],

@@ -39,44 +39,123 @@ def _normalize(shape: object, halo: object) -> tuple[int, ...]:
     return tuple(n + 2 * x for n, x in zip(dims, h))
 
 
+class Storage(np.ndarray):
+    """A NumPy storage that carries GT4Py's ``__gt_origin__``: the ``aligned_index`` it was
+    allocated with, which a computation called without ``origin=`` takes as the field's
+    origin (as GT4Py does). Arrays derived from it (views, slices, results of arithmetic)
+    carry ``None``: their first element is no longer where the origin was counted from."""
+
+    __gt_origin__: tuple[int, ...] | None
+
+    def __array_finalize__(self, obj: object) -> None:
+        self.__gt_origin__ = None
+
+
+_AXES = ("I", "J", "K")
+
+
+def _gt_layout(shape: tuple[int, ...], aligned_index: object, dimensions: object
+               ) -> tuple[tuple[int, ...] | None, bool]:
+    """GT4Py's ``aligned_index`` (checked: one non-negative int per dimension, inside the
+    shape) and whether ``dimensions`` allow the backend's own layout (I, J, K in order)."""
+    nd = len(shape)
+    own_layout = True
+    if dimensions is not None:
+        try:
+            dims = tuple(str(d) for d in dimensions)  # type: ignore[union-attr]
+        except TypeError:
+            dims = ()
+        axes = [d for d in dims if d in _AXES]
+        if len(dims) != nd or len(set(axes)) != len(axes) or axes != sorted(axes):
+            raise StencilError(f"dimensions={dimensions!r} do not describe a {nd}-D storage",
+                               hint='name one dimension per axis, the grid axes in order, '
+                                    'e.g. dimensions=("I", "J", "K") or ("I", "J") or ("K",)')
+        own_layout = tuple(axes) == _AXES and dims[:3] == _AXES
+    if aligned_index is None:
+        return None, own_layout
+    try:
+        index = tuple(int(x) for x in aligned_index)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        index = None  # type: ignore[assignment]
+    if index is None or len(index) != nd or any(not 0 <= i <= n for i, n in zip(index, shape)):
+        raise StencilError(f"aligned_index={aligned_index!r} is not an index of a storage of "
+                           f"shape {shape}", hint=f"give {nd} integers, each within the shape")
+    return index, own_layout
+
+
+def _with_origin(array, origin: tuple[int, ...] | None):
+    """``array`` as a ``Storage`` carrying ``origin`` (NumPy arrays; others as they are)."""
+    if origin is None or type(array) is not np.ndarray:
+        return array
+    out = array.view(Storage)
+    out.__gt_origin__ = origin
+    return out
+
+
 def empty(shape: object, dtype: object = float, *, backend: str | None = None,
-          halo: object = 0) -> np.ndarray:
-    """An uninitialized storage; ``halo`` points are added on both sides of each dimension."""
+          halo: object = 0, aligned_index: object = None, dimensions: object = None):
+    """An uninitialized storage; ``halo`` points are added on both sides of each dimension.
+
+    GT4Py's spelling works too (``stencilkit.storage.empty(shape, dtype, backend=...,
+    aligned_index=..., dimensions=...)``): with ``aligned_index`` the result carries it as
+    ``__gt_origin__``, the default origin of a computation it is passed to."""
     t = dtypes.as_dtype(dtype)
     full = _normalize(shape, halo)
+    origin, own_layout = _gt_layout(full, aligned_index, dimensions)
     chosen = registry.resolve(backend) if backend is not None else registry.resolve(None)
     n = int(np.prod(full))
+    planes = bool(chosen.capabilities.k_planes_storage and len(full) == 3  # type: ignore
+                  and own_layout)
     if chosen.capabilities.device == "gpu":  # type: ignore[union-attr]
         xp = array_module(chosen)
-        if chosen.capabilities.k_planes_storage and len(full) == 3:  # type: ignore[union-attr]
+        if planes:
             ni, nj, nk = full
             return xp.empty(n, t).reshape(nk, ni, nj).transpose(1, 2, 0)
         return xp.empty(full, t)
-    if chosen.capabilities.k_planes_storage and len(full) == 3:  # type: ignore[union-attr]
+    if planes:
         ni, nj, nk = full
-        planes = _aligned_empty(n, t).reshape(nk, ni, nj)  # K outermost, J unit stride
-        return planes.transpose(1, 2, 0)
-    return _aligned_empty(n, t).reshape(full)
+        array = _aligned_empty(n, t).reshape(nk, ni, nj).transpose(1, 2, 0)  # K outermost
+    else:
+        array = _aligned_empty(n, t).reshape(full)
+    return _with_origin(array, origin)
 
 
 def zeros(shape: object, dtype: object = float, *, backend: str | None = None,
-          halo: object = 0) -> np.ndarray:
-    out = empty(shape, dtype, backend=backend, halo=halo)
+          halo: object = 0, aligned_index: object = None, dimensions: object = None):
+    out = empty(shape, dtype, backend=backend, halo=halo, aligned_index=aligned_index,
+                dimensions=dimensions)
     out[...] = 0
     return out
 
 
 def ones(shape: object, dtype: object = float, *, backend: str | None = None,
-         halo: object = 0) -> np.ndarray:
-    out = empty(shape, dtype, backend=backend, halo=halo)
+         halo: object = 0, aligned_index: object = None, dimensions: object = None):
+    out = empty(shape, dtype, backend=backend, halo=halo, aligned_index=aligned_index,
+                dimensions=dimensions)
     out[...] = 1
     return out
 
 
 def full(shape: object, fill_value: object, dtype: object = float, *,
-         backend: str | None = None, halo: object = 0) -> np.ndarray:
-    out = empty(shape, dtype, backend=backend, halo=halo)
+         backend: str | None = None, halo: object = 0, aligned_index: object = None,
+         dimensions: object = None):
+    out = empty(shape, dtype, backend=backend, halo=halo, aligned_index=aligned_index,
+                dimensions=dimensions)
     out[...] = fill_value
+    return out
+
+
+def from_array(data: object, dtype: object = None, *, backend: str | None = None,
+               aligned_index: object = None, dimensions: object = None):
+    """GT4Py's ``from_array``: a new storage holding a copy of ``data`` (in ``dtype`` when
+    given), laid out for the backend, carrying ``aligned_index`` as ``__gt_origin__``."""
+    source = data.get() if hasattr(data, "get") and not isinstance(data, np.ndarray) else data
+    values = np.asarray(source)
+    t = values.dtype if dtype is None else dtypes.as_dtype(dtype)
+    out = empty(values.shape, t, backend=backend, aligned_index=aligned_index,
+                dimensions=dimensions)
+    out[...] = values if type(out) is np.ndarray or isinstance(out, np.ndarray) else \
+        array_module(registry.resolve(backend)).asarray(values)
     return out
 
 

@@ -97,8 +97,14 @@ def resolve(name: str | None, stencil: str | None = None, *, generate: bool = Fa
             _warned_fallback = True
         return REGISTRY[first]
     if chosen not in REGISTRY:
-        raise BackendError(f"unknown backend {chosen!r}", stencil=stencil,
-                           hint=f"use one of {sorted(REGISTRY)}")
+        chosen = gt4py_names().get(chosen, chosen)  # GT4Py's names, wherever one is named
+    if chosen not in REGISTRY:
+        import difflib
+
+        close = difflib.get_close_matches(str(chosen).lower(), [*REGISTRY, *gt4py_names()], 1)
+        raise BackendError(f"unknown backend {chosen!r}" + (
+            f"; did you mean {close[0]!r}?" if close else ""), stencil=stencil,
+            hint=f"use one of {sorted(REGISTRY)}")
     backend = REGISTRY[chosen]
     reason = backend.probe()
     if reason is not None and not (generate and backend.built):
