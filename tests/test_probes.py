@@ -45,6 +45,7 @@ def fresh(tmp_path, monkeypatch):
     """A private cache (no remembered verdicts), no POCL_LLVM_CPU_NAME, no probe run yet."""
     sk.configure(cache_dir=str(tmp_path / "cache"))
     monkeypatch.delenv(VARIABLE, raising=False)
+    monkeypatch.setattr(pocl_target, "_applied", [])
     pocl_target.prepare.cache_clear()
     c_registry._probe.cache_clear()
     yield tmp_path
@@ -108,6 +109,19 @@ def test_a_pocl_without_override_says_why(fresh, monkeypatch):
     assert "pocl/pocl#1049" in reason and f"{VARIABLE}=x86-64-v3 or x86-64" in reason
 
 
+def test_a_check_that_did_not_run_is_not_remembered(fresh, monkeypatch):
+    calls = []
+
+    def timed_out(env):
+        calls.append(env)
+        return {"pocl": None, "error": "the check did not run: timed out", "ran": False}
+
+    monkeypatch.setattr(pocl_target, "check", timed_out)
+    assert pocl_target.prepare() is None and VARIABLE not in os.environ
+    pocl_target.prepare.cache_clear()
+    assert pocl_target.prepare() is None and len(calls) == 2  # checked again
+
+
 def test_x86_levels_follow_the_feature_flags():
     v2 = {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}
     v3 = v2 | {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
@@ -152,13 +166,20 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def simulated(tmp_path: Path, version: str, *argv: str, env: dict | None = None
-              ) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def caches(tmp_path_factory) -> dict[str, Path]:
+    """One cache per simulated PoCL version, shared by this module's tests: the first
+    process finds out what PoCL needs, the others read it (as a user's later processes do)."""
+    return {v: tmp_path_factory.mktemp(f"pocl-{v}") for v in ("3.0", "5.0")}
+
+
+def simulated(tmp_path: Path, caches: dict[str, Path], version: str, *argv: str,
+              env: dict | None = None) -> subprocess.CompletedProcess:
     """``python argv`` where PoCL cannot name the CPU (its ``version`` simulated)."""
     (tmp_path / "kernels.py").write_text(KERNEL)
     environ = {k: v for k, v in os.environ.items() if k != VARIABLE}
     environ.update(PYTHONPATH=os.pathsep.join([str(SIMULATED), str(ROOT / "src"), str(tmp_path)]),
-                   SK_SIMULATED_POCL=version, STENCILKIT_CACHE_DIR=str(tmp_path / "cache"),
+                   SK_SIMULATED_POCL=version, STENCILKIT_CACHE_DIR=str(caches[version]),
                    **(env or {}))
     return subprocess.run([sys.executable, *argv], capture_output=True, text=True,
                           env=environ, cwd=ROOT, timeout=300)
@@ -170,16 +191,16 @@ def outcome(proc: subprocess.CompletedProcess) -> dict:
 
 
 @needs_pyopencl
-def test_pocl_without_override_is_unavailable_with_the_reason(tmp_path):
-    got = outcome(simulated(tmp_path, "3.0", "-c", SCRIPT))
+def test_pocl_without_override_is_unavailable_with_the_reason(tmp_path, caches):
+    got = outcome(simulated(tmp_path, caches, "3.0", "-c", SCRIPT))
     assert got["available"] is False and got["name"] is None
     for says in ("cannot build a one-line kernel (error: unknown target CPU 'generic')",
                  "PoCL 3.0-rc2 cannot name this processor", "pocl/pocl#1049"):
         assert says in got["reason"], got["reason"]
     assert "backend 'opencl' is not available" in got["error"]
     assert "unknown target CPU 'generic'" in got["error"]
-    # the command line says the same (from the remembered verdict: no subprocess this time)
-    proc = simulated(tmp_path, "3.0", "-m", "stencilkit.cli", "backends")
+    # the command line says the same (from the remembered verdict: no interpreter this time)
+    proc = simulated(tmp_path, caches, "3.0", "-m", "stencilkit.cli", "backends")
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("opencl"))
     assert "unavailable: " in line and "PoCL 3.0-rc2 cannot name this processor" in line
@@ -187,22 +208,31 @@ def test_pocl_without_override_is_unavailable_with_the_reason(tmp_path):
 
 
 @needs_pyopencl
-def test_pocl_with_override_is_told_the_cpu(tmp_path):
-    got = outcome(simulated(tmp_path, "5.0", "-c", SCRIPT))
+def test_pocl_with_override_is_told_the_cpu(tmp_path, caches):
+    got = outcome(simulated(tmp_path, caches, "5.0", "-c", SCRIPT))
     assert got == {"available": True, "reason": None, "error": None, "same": True,
                    "name": pocl_target.candidates()[0]}
 
 
 @needs_pyopencl
-def test_pocl_override_never_replaces_the_users_name(tmp_path):
-    got = outcome(simulated(tmp_path, "5.0", "-c", SCRIPT, env={VARIABLE: "generic"}))
+def test_pocl_override_never_replaces_the_users_name(tmp_path, caches):
+    got = outcome(simulated(tmp_path, caches, "5.0", "-c", SCRIPT, env={VARIABLE: "generic"}))
     assert got["name"] == "generic" and got["available"] is False
     assert "unknown target CPU 'generic'" in got["reason"]
 
 
 @needs_pyopencl
-def test_backend_tests_skip_with_the_probes_reason(tmp_path):
-    proc = simulated(tmp_path, "3.0", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+def test_pocl_started_before_stencilkit_says_so(tmp_path, caches):
+    script = "import pyopencl\npyopencl.get_platforms()\n" + SCRIPT
+    got = outcome(simulated(tmp_path, caches, "5.0", "-c", script))
+    assert got["available"] is False and got["name"] == pocl_target.candidates()[0]
+    assert (f"PoCL was already running when stencilkit set {VARIABLE}={got['name']}: set it "
+            "in the environment before the program starts") in got["reason"]
+
+
+@needs_pyopencl
+def test_backend_tests_skip_with_the_probes_reason(tmp_path, caches):
+    proc = simulated(tmp_path, caches, "3.0", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                      "-n", "0", "tests/test_pickle.py", "-k", "opencl")
     assert proc.returncode == 0, proc.stdout[-3000:]
     skipped = [ln for ln in proc.stdout.splitlines() if ln.startswith("SKIPPED")]

@@ -37,6 +37,7 @@ class Verdict:
 
     reason: str | None
     detail: str = ""
+    lasting: bool = True  # False: true for this process only (e.g. a check timed out)
 
 
 def file_identity(path: str | os.PathLike[str] | None) -> str:
@@ -106,6 +107,6 @@ def remembered(kind: str, identity: Iterable[str], probe: Callable[[], Verdict],
     if hit is not None:
         return hit
     verdict = probe()
-    if verdict.reason is None or failures:
+    if verdict.lasting and (verdict.reason is None or failures):
         _store(path, verdict)
     return verdict

@@ -116,7 +116,7 @@ def _probe() -> str | None:
             prg = build(_PROBE_SOURCE, "probe")
         except BackendError as exc:
             why = first_error(exc.bare_message)
-            pocl = pocl_target.prepare() if pocl_target.UNKNOWN_CPU in why else None
+            pocl = pocl_target.explain() if pocl_target.UNKNOWN_CPU in why else None
             return (f"the OpenCL compiler of {rt.name} cannot build a one-line kernel "
                     f"({why})" + (f": {pocl}" if pocl else ""))
         cl = pyopencl()

@@ -91,9 +91,8 @@ def check(env: dict[str, str]) -> dict[str, str | None]:
                               capture_output=True, text=True, timeout=_TIMEOUT)
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
-        # The check itself did not run (or crashed): leave PoCL alone; the in-process probe
-        # then finds out for itself.
-        return {"pocl": None, "error": f"the check did not run: {exc}"}
+        # The check itself did not run (or crashed, or timed out on a loaded machine)
+        return {"pocl": None, "error": f"the check did not run: {exc}", "ran": False}
 
 
 def x86_levels(flags: set[str]) -> list[str]:
@@ -128,18 +127,22 @@ def decide() -> verdicts.Verdict:
     ("" when none is needed); ``reason`` says why PoCL cannot build here when no name helps."""
     first = check({})
     error = first.get("error")
+    if first.get("ran") is False:  # leave PoCL alone, and check again in the next process
+        return verdicts.Verdict(None, lasting=False)
     if first.get("pocl") is None or not error or UNKNOWN_CPU not in error:
         return verdicts.Verdict(None)  # no PoCL, PoCL works, or fails for another reason
-    tried = []
+    tried, lasting = [], True
     for name in candidates():
         tried.append(name)
-        if not check({CPU_NAME_VARIABLE: name}).get("error"):
+        found = check({CPU_NAME_VARIABLE: name})
+        if not found.get("error"):
             return verdicts.Verdict(None, name)
+        lasting &= found.get("ran") is not False
     offered = (f"and {CPU_NAME_VARIABLE}={' or '.join(tried)} did not help (PoCL reads it "
                "from version 5.0 on)" if tried else f"and there is no {CPU_NAME_VARIABLE} to "
                "offer on this processor")
     return verdicts.Verdict(f"{pocl_version(str(first['pocl']))} cannot name this processor "
-                            f"for LLVM (pocl/pocl#1049), {offered}")
+                            f"for LLVM (pocl/pocl#1049), {offered}", lasting=lasting)
 
 
 def pocl_version(platform_version: str) -> str:
@@ -183,4 +186,17 @@ def prepare() -> str | None:
     verdict = verdicts.remembered("pocl-target", identity(), decide, failures=True)
     if verdict.reason is None and verdict.detail:
         os.environ[CPU_NAME_VARIABLE] = verdict.detail
+        _applied.append(verdict.detail)
     return verdict.reason
+
+
+_applied: list[str] = []  # the CPU name prepare() set, if it set one
+
+
+def explain() -> str | None:
+    """Why PoCL's builds fail naming the CPU in this process, as far as stencilkit knows."""
+    reason = prepare()
+    if reason is None and _applied:
+        return (f"PoCL was already running when stencilkit set {CPU_NAME_VARIABLE}="
+                f"{_applied[-1]}: set it in the environment before the program starts")
+    return reason
