@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import dtypes
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
+
+if TYPE_CHECKING:
+    from ..build.verdicts import Verdict
 
 
 def probe() -> str | None:
@@ -26,7 +30,7 @@ def detail() -> str | None:
     return _verdict().detail or None
 
 
-def _verdict():
+def _verdict() -> Verdict:
     from ..config import current
 
     cfg = current()
@@ -34,7 +38,7 @@ def _verdict():
 
 
 @functools.cache
-def _probe(cc: str | None, cflags: tuple[str, ...], openmp: bool):
+def _probe(cc: str | None, cflags: tuple[str, ...], openmp: bool) -> Verdict:
     from ..build import toolchain, verdicts
 
     if toolchain.find_compiler(cc) is None:
