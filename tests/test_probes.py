@@ -318,22 +318,77 @@ def test_numba_probe_says_why_numba_cannot_compile(fresh, monkeypatch):
                       "cannot open shared object file)")
 
 
-def test_cuda_with_cupy_but_no_device_is_unavailable(monkeypatch):
-    fake = types.ModuleType("cupy")
+def fake_cupy(monkeypatch, device_count=lambda: 1, load_error: Exception | None = None):
+    """CuPy on a machine whose device runs what the driver loads (NVRTC is the real one):
+    the launches made."""
+    launched = []
 
+    class Module:
+        def load(self, ptx: bytes) -> None:
+            assert b".entry sk_probe" in ptx  # PTX from NVRTC for compute_90
+            if load_error is not None:
+                raise load_error
+
+        def get_function(self, name):
+            def launch(grid, block, args):
+                launched.append((name, grid, block))
+                args[0][: block[0]] += 1
+            return launch
+
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=device_count),
+        Device=lambda: types.SimpleNamespace(compute_capability="90"),
+        function=types.SimpleNamespace(Module=Module))
+    fake.zeros, fake.asnumpy = np.zeros, np.asarray
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr("stencilkit.runtime.cuda._cupy", lambda: fake)  # also under the emulator
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "cupy" else real(name, *a))
+    cuda_registry.probe.cache_clear()
+    return launched
+
+
+@pytest.fixture
+def nvrtc(fresh):
+    from stencilkit.build.cuda import nvrtc_problem
+
+    if nvrtc_problem() is not None:
+        pytest.skip(f"NVRTC: {nvrtc_problem()}")
+    yield
+    cuda_registry.probe.cache_clear()
+
+
+def test_cuda_probe_runs_a_one_line_kernel(nvrtc, monkeypatch):
+    launched = fake_cupy(monkeypatch)
+    assert cuda_registry.probe() is None
+    assert launched == [("sk_probe", (1,), (4,))]
+
+
+def test_cuda_whose_driver_refuses_the_ptx_is_unavailable(nvrtc, monkeypatch):
+    class CUDADriverError(RuntimeError):
+        pass
+
+    launched = fake_cupy(monkeypatch, load_error=CUDADriverError(
+        "CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the provided PTX was compiled with an "
+        "unsupported toolchain."))
+    assert cuda_registry.probe() == (
+        "a one-line kernel does not run on the CUDA device (CUDADriverError: "
+        "CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the provided PTX was compiled with an "
+        "unsupported toolchain.)")
+    assert launched == []
+
+
+def test_cuda_with_cupy_but_no_device_is_unavailable(monkeypatch):
     class CUDARuntimeError(RuntimeError):
         pass
 
     def no_device():
         raise CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
 
-    fake.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=no_device))
-    monkeypatch.setitem(sys.modules, "cupy", fake)
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name == "cupy" else real(name, *a))
+    fake_cupy(monkeypatch, device_count=no_device)
     monkeypatch.setattr("stencilkit.build.cuda.nvrtc_problem", lambda: None)
-    cuda_registry.probe.cache_clear()
     try:
         reason = cuda_registry.probe()
     finally:
