@@ -291,6 +291,25 @@ def test_c_verdict_is_remembered_until_the_compiler_changes(fresh, monkeypatch):
     assert REGISTRY["c"].probe() is None and len(probed) == 1  # another compiler: probed
 
 
+def test_concurrent_processes_probe_once(fresh):
+    """Processes starting together (pytest-xdist's workers) wait for one probe."""
+    gcc = toolchain.find_compiler(None)
+    if gcc is None:
+        pytest.skip("no C compiler here")
+    log = fresh / "probes.log"
+    cc = compiler(fresh, f'case "$*" in *probe.c*) echo probed >> {log}; sleep 1;; esac\n'
+                         f'exec {gcc} "$@"')
+    script = (f"import stencilkit as sk; sk.configure(cc={cc!r}); "
+              "print(sk.registry.REGISTRY['c'].probe())")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"),
+               STENCILKIT_CACHE_DIR=str(fresh / "shared"))
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [o.strip() for o, _ in outs] == ["None"] * 3, outs
+    assert log.read_text() == "probed\n"
+
+
 def test_a_failure_is_not_remembered(fresh):
     cc = compiler(fresh, "exit 1")
     sk.configure(cc=cc)

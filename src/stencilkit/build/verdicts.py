@@ -25,9 +25,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from ..errors import BackendError
 
 _FORMAT = 1
+_LOCK_TIMEOUT = 300.0  # seconds: PoCL's check starts up to three interpreters
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,22 @@ def remembered(kind: str, identity: Iterable[str], probe: Callable[[], Verdict],
     hit = _load(path)
     if hit is not None:
         return hit
+    # One process probes while the others wait and read its verdict (pytest-xdist's workers
+    # all probe at collection); a lock that cannot be had is no reason not to probe.
+    lock = FileLock(str(path.with_suffix(".lock")), mode=0o600, timeout=_LOCK_TIMEOUT)
+    try:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        lock.acquire()
+    except (Timeout, OSError):
+        return _probe_and_store(path, probe, failures)
+    try:
+        hit = _load(path)
+        return hit if hit is not None else _probe_and_store(path, probe, failures)
+    finally:
+        lock.release()
+
+
+def _probe_and_store(path: Path, probe: Callable[[], Verdict], failures: bool) -> Verdict:
     verdict = probe()
     if verdict.lasting and (verdict.reason is None or failures):
         _store(path, verdict)
