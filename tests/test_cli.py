@@ -241,3 +241,89 @@ def test_bench_compare_refuses_what_is_no_result(capsys, tmp_path):
     status, out, err = cli(capsys, "bench", "--compare", str(tmp_path / "x.json"),
                            str(tmp_path / "missing.json"))
     assert status == 2 and out == "" and err.count("\n") == 1
+
+
+def test_bench_list_names_every_case(capsys):
+    from stencilkit.bench import CASES
+
+    status, out, err = cli(capsys, "bench", "--list")
+    assert status == 0 and err == ""
+    assert [line.split()[0] for line in out.splitlines()] == list(CASES)
+
+
+@pytest.mark.parametrize("argv", [["--only", "jacobi"], ["--only", "lap3d", "nope"]])
+def test_bench_only_an_unknown_case_is_an_error(capsys, argv):
+    from stencilkit.bench import CASES
+
+    wrong = argv[-1]
+    assert_usage_error(capsys, "bench", *argv, says=f"unknown case '{wrong}'")
+    _, _, err = cli(capsys, "bench", *argv)
+    assert all(name in err for name in CASES)
+
+
+def test_bench_only_an_unknown_case_in_a_real_process():
+    proc = run("bench", "--only", "nope")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "unknown case 'nope'" in proc.stderr and "jacobi2d" in proc.stderr
+
+
+def test_bench_goes_on_past_a_case_that_fails(capsys, monkeypatch):
+    from stencilkit import bench
+
+    def fails():
+        raise sk.BackendError("backend 'opencl' is not available: no device")
+
+    good = {"name": "good", "size": "1", "bytes": 0, "seconds": {"stencilkit-c": 1e-3}}
+    monkeypatch.setattr(bench, "stream", lambda n, repeats: {"copy": 10.0, "triad": 12.0})
+    monkeypatch.setattr(bench, "_runs", lambda quick, repeats: {
+        "jacobi2d": fails, "lap3d": lambda: [good]})
+    status, out, err = cli(capsys, "bench", "--quick")
+    assert status == 0
+    assert "good" in out and "jacobi2d" not in out
+    assert err == ("stencilkit bench: the case 'jacobi2d' skipped: BackendError: backend "
+                   "'opencl' is not available: no device\n")
+
+
+def test_bench_leaves_out_an_implementation_that_fails(capsys):
+    from stencilkit.bench import _median_times
+
+    def broken():
+        raise sk.BackendError("the OpenCL compiler rejected the generated code:\nerror: "
+                              "unknown target CPU 'generic'")
+
+    t = _median_times({"works": lambda: None, "stencilkit-opencl": broken}, repeats=3)
+    assert list(t) == ["works"] and t["works"] >= 0
+    err = capsys.readouterr().err
+    assert err == ("stencilkit bench: 'stencilkit-opencl' skipped: BackendError: the OpenCL "
+                   "compiler rejected the generated code:; error: unknown target CPU "
+                   "'generic'\n")
+
+
+def test_bench_opencl_rows_where_pocl_cannot_build(capsys, monkeypatch):
+    """The probe calls "opencl" available, yet its builds fail (as on the machine of issue
+    25): the case is timed without those rows, which stderr names with the reason."""
+    import dataclasses
+
+    from stencilkit import bench
+
+    pyopencl = pytest.importorskip("pyopencl")
+    opencl = sk.registry.REGISTRY["opencl"]
+    monkeypatch.setitem(sk.registry.REGISTRY, "opencl", dataclasses.replace(opencl,
+                                                                           probe=lambda: None))
+
+    def unknown_cpu(self, *args, **kwargs):
+        raise pyopencl.RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\n"
+                                    "error: unknown target CPU 'generic'")
+
+    monkeypatch.setattr(pyopencl.Program, "build", unknown_cpu)
+    monkeypatch.setattr(bench, "_numba", lambda: None)
+    from stencilkit.runtime import opencl as runtime
+
+    monkeypatch.setattr(runtime, "_programs", {})
+    result = bench.case_overhead(repeats=3)
+    assert "stencilkit-c" in result["seconds"]
+    assert not any("opencl" in k for k in result["seconds"])
+    err = capsys.readouterr().err
+    assert "'stencilkit-opencl' skipped: BackendError" in err
+    assert "unknown target CPU 'generic'" in err

@@ -110,12 +110,20 @@ def test_concurrent_processes_share_one_cache_entry(tmp_path):
 
 
 def test_compile_error_is_a_backend_error(monkeypatch):
+    import dataclasses
+
     from stencilkit.build import toolchain
 
     monkeypatch.setenv("STENCILKIT_CFLAGS", "-fthis-flag-does-not-exist")
     toolchain.toolchain.cache_clear()
     sk.configure(cflags="-fthis-flag-does-not-exist")
     try:
+        # the probe's one-line library fails first, and the refusal names the flag
+        with pytest.raises(sk.BackendError, match="not available.*-fthis-flag-does-not-exist"):
+            sk.stencil(K.lap1d, backend="c")(np.ones(7))
+        # past the probe, the build's own error names the generated source file
+        c = sk.registry.REGISTRY["c"]
+        monkeypatch.setitem(sk.registry.REGISTRY, "c", dataclasses.replace(c, probe=lambda: None))
         with pytest.raises(sk.BackendError, match=r"\.c"):
             sk.stencil(K.lap1d, backend="c")(np.ones(7))
     finally:

@@ -53,21 +53,49 @@ def spread(samples: list[float]) -> float:
     return (q3 - q1) / 2 / statistics.median(samples)
 
 
+#: The cases of ``stencilkit bench``, in the order they run, with what each times.
+CASES = {
+    "jacobi2d": "2-D Jacobi point kernel on every backend, against NumPy, Numba and hand C",
+    "border_modes": "jacobi2d with each border mode, against scipy.ndimage.correlate",
+    "lap3d": "3-D Laplacian point kernel on every backend, against NumPy, Numba and hand C",
+    "timeloop": "100 Jacobi sweeps in one njit(parallel=True) function, against numba.stencil",
+    "hdiff": "horizontal diffusion computation (gtscript), against NumPy, Numba and fused C",
+    "tridiag": "tridiagonal solver computation (vertical sweeps), against hand C and Numba",
+    "overhead": "the fixed cost of one call on 16^3 arrays",
+    "parloop_inc": "ParLoop with indirect increments on a triangle mesh, against np.add.at",
+    "compile": "time to first result, cold (empty cache) and warm (new process)",
+    "dask_jacobi2d": "jacobi2d on a chunked dask array, against one call on the NumPy array",
+}
+
+
+def _skipped(what: str, exc: BaseException | str) -> None:
+    """Say on stderr that ``what`` is left out, and why, in one line; the run goes on."""
+    why = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    why = "; ".join(ln.strip() for ln in str(why).splitlines() if ln.strip())
+    print(f"stencilkit bench: {what} skipped: {why[:500]}", file=sys.stderr, flush=True)
+
+
 def _median_times(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2,
                   before: Callable[[str], object] | None = None) -> Medians:
     """Median seconds per call of each function. The calls are interleaved, one of each per
     round in an order shuffled every round (a fixed order lets the drift of a shared machine,
     or one implementation's cache footprint, favour its successor); ``before(name)`` runs
-    untimed before each call."""
+    untimed before each call. A function that raises (a backend that cannot build or run
+    here) is left out, with the reason on stderr, and the others are timed."""
     import random
 
     order = random.Random(0)
-    names = list(fns)
+    fns = dict(fns)
     for _ in range(warmup):
-        for name in names:
+        for name in list(fns):
             if before:
                 before(name)
-            fns[name]()
+            try:
+                fns[name]()
+            except Exception as exc:
+                _skipped(f"{name!r}", exc)
+                del fns[name]
+    names = list(fns)
     samples: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeats):
         order.shuffle(names)
@@ -140,7 +168,9 @@ def _numba_rows(fns: dict, nb, kernel, a, out) -> None:
     """The rows of the "numba" backend: called from Python, and from njit(parallel=True)."""
     import stencilkit as sk
 
-    if not sk.registry.REGISTRY["numba"].available:
+    reason = sk.registry.REGISTRY["numba"].probe()
+    if reason is not None:
+        _skipped("the 'stencilkit-numba' rows", reason)
         return
     ours = sk.stencil(kernel, backend="numba")
     fns["stencilkit-numba"] = lambda: ours(a, out=out)
@@ -186,10 +216,18 @@ def case_timeloop(n: int, steps: int, repeats: int) -> dict:
 
 
 def _opencl() -> bool:
-    """Whether the "opencl" backend runs here (its rows are left out otherwise)."""
+    """Whether the "opencl" backend runs here (its rows are left out otherwise, with the
+    probe's reason on stderr, once)."""
     from . import registry
 
-    return registry.REGISTRY["opencl"].available
+    reason = registry.REGISTRY["opencl"].probe()
+    if reason is not None and "opencl" not in _said:
+        _said.add("opencl")
+        _skipped("every 'stencilkit-opencl' row", reason)
+    return reason is None
+
+
+_said: set[str] = set()
 
 
 def _opencl_point_rows(func, a: np.ndarray, out: np.ndarray) -> dict[str, Callable[[], object]]:
@@ -197,14 +235,18 @@ def _opencl_point_rows(func, a: np.ndarray, out: np.ndarray) -> dict[str, Callab
     "stencilkit-opencl-device": pyopencl arrays, in place (the kernel alone, plus launch)."""
     if not _opencl():
         return {}
-    import pyopencl.array as cla
-
     import stencilkit as sk
     from stencilkit.runtime.opencl import device
 
     st = sk.stencil(func, backend="opencl")
-    q = device().queue
-    da, dout = cla.to_device(q, a), cla.to_device(q, out)
+    try:
+        import pyopencl.array as cla
+
+        q = device().queue
+        da, dout = cla.to_device(q, a), cla.to_device(q, out)
+    except Exception as exc:
+        _skipped("'stencilkit-opencl-device'", exc)
+        return {"stencilkit-opencl": lambda: st(a, out=out)}
 
     def on_device():
         st(da, out=dout)
@@ -375,7 +417,11 @@ def case_overhead(repeats: int) -> dict:
     c(a, out=out)
     fns: dict[str, Callable[[], object]] = {"stencilkit-c": lambda: c(a, out=out)}
     for name, f in _opencl_point_rows(lap, a, out).items():
-        f()
+        try:
+            f()
+        except Exception as exc:
+            _skipped(f"{name!r}", exc)
+            continue
         fns[name] = f
     nb = _numba()
     if nb is not None:
@@ -392,9 +438,14 @@ def case_overhead(repeats: int) -> dict:
         fns["numba-njit-parallel"] = lambda: loop(a, out)
     # each sample is a batch of calls lasting about 10 ms; report seconds per call
     counts = {}
-    for k, f in fns.items():
+    for k, f in list(fns.items()):
         t0 = time.perf_counter()
-        f()
+        try:
+            f()
+        except Exception as exc:
+            _skipped(f"{k!r}", exc)
+            del fns[k]
+            continue
         counts[k] = max(1, min(2000, int(0.01 / max(time.perf_counter() - t0, 1e-7))))
     batch = {k: (lambda f=f, n=counts[k]: [f() for _ in range(n)]) for k, f in fns.items()}
     t = _median_times(batch, repeats)
@@ -617,8 +668,9 @@ def case_compile() -> dict:
             "seconds": {"cold-first-result": times[0], "warm-first-result": times[1]}}
 
 
-def _table(results: list[dict], bw: dict[str, float]) -> str:
-    lines = [f"STREAM: copy {bw['copy']:.1f} GB/s, triad {bw['triad']:.1f} GB/s", ""]
+def _table(results: list[dict], bw: dict[str, float] | None) -> str:
+    lines = [f"STREAM: copy {bw['copy']:.1f} GB/s, triad {bw['triad']:.1f} GB/s" if bw else
+             "STREAM: not measured", ""]
     header = f"{'case':<14} {'implementation':<26} {'median':>12} {'spread':>7} {'GB/s':>8} " \
              f"{'/STREAM':>8} {'vs ours':>8}"
     lines += [header, "-" * len(header)]
@@ -627,7 +679,7 @@ def _table(results: list[dict], bw: dict[str, float]) -> str:
         for impl, t in r["seconds"].items():
             gbs = r["bytes"] / t / 1e9 if r["bytes"] else None
             rate = f"{gbs:8.1f}" if gbs else " " * 8
-            frac = f"{gbs / bw['copy']:8.2f}" if gbs else " " * 8
+            frac = f"{gbs / bw['copy']:8.2f}" if gbs and bw else " " * 8
             ratio = f"{t / ours:8.2f}" if ours else " " * 8
             half = r.get("spread", {}).get(impl)
             sp = f"{100 * half:6.1f}%" if half is not None else " " * 7
@@ -652,7 +704,7 @@ def compare(path_a: str, path_b: str) -> int:
         return 2
     header = (f"{'case':<14} {'implementation':<26} {'A':>11} {'B':>11} {'B/A':>6} "
               f"{'vs ours A':>9} {'vs ours B':>9} {'drift':>6}")
-    bw = [run.get("stream_gbs", {}).get("copy") for run in runs]
+    bw = [(run.get("stream_gbs") or {}).get("copy") for run in runs]
     lines = [f"A: {path_a} (STREAM copy {bw[0] or 0:.1f} GB/s)",
              f"B: {path_b} (STREAM copy {bw[1] or 0:.1f} GB/s)", "", header, "-" * len(header)]
 
@@ -677,7 +729,7 @@ def compare(path_a: str, path_b: str) -> int:
     return 0
 
 
-def _plot(results: list[dict], bw: dict[str, float], path: str) -> None:
+def _plot(results: list[dict], bw: dict[str, float] | None, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -689,45 +741,63 @@ def _plot(results: list[dict], bw: dict[str, float], path: str) -> None:
         names = list(r["seconds"])
         gbs = [r["bytes"] / r["seconds"][n] / 1e9 for n in names]
         ax.barh(names, gbs, color="tab:blue")
-        ax.axvline(bw["copy"], color="tab:red", ls="--", label="STREAM copy")
+        if bw:
+            ax.axvline(bw["copy"], color="tab:red", ls="--", label="STREAM copy")
         ax.set_title(f"{r['name']} ({r['size']})")
         ax.set_xlabel("GB/s (one read + one write per point)")
-        ax.legend(loc="lower right")
+        if bw:
+            ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
+def unknown_cases(only: list[str]) -> list[str]:
+    """The names in ``only`` that are not cases of the suite."""
+    return [name for name in only if name not in CASES]
+
+
+def _runs(quick: bool, repeats: int) -> dict[str, Callable[[], list[dict]]]:
+    """Each case's run, returning its result rows (none when it has nothing to time)."""
+    n2, nk = (64, 16) if quick else (256, 80)
+    return {
+        "jacobi2d": lambda: [case_jacobi2d(512 if quick else 4096, repeats)],
+        "border_modes": lambda: [case_border_modes(512 if quick else 4096, repeats)],
+        "lap3d": lambda: [case_lap3d(n, repeats) for n in ([32] if quick else [64, 256])],
+        "timeloop": lambda: [case_timeloop(256 if quick else 2048, 100, repeats)],
+        "hdiff": lambda: [case_hdiff(n2, nk, repeats)],
+        "tridiag": lambda: [case_tridiag(n2, nk, repeats)],
+        "overhead": lambda: [case_overhead(repeats)],
+        "parloop_inc": lambda: [case_parloop_inc(20_000 if quick else 1_000_000, repeats)],
+        "compile": lambda: [case_compile()],
+        "dask_jacobi2d": lambda: [r for r in [case_dask_jacobi2d(1024 if quick else 8192,
+                                                                 repeats)] if r],
+    }
+
+
 def run(quick: bool = False, json_path: str | None = None, plot_path: str | None = None,
         only: list[str] | None = None) -> int:
+    """Run the cases named in ``only`` (all by default; names from ``CASES``). A case or an
+    implementation that fails (a backend that cannot build or run here) is left out with
+    the reason on stderr, and the run goes on."""
     repeats = 5 if quick else 20
-    sizes = {"jacobi2d": 512 if quick else 4096, "lap3d": [32] if quick else [64, 256],
-             "stream": 1 << 21 if quick else 1 << 25,
-             "dask_jacobi2d": 1024 if quick else 8192}
-    want = set(only or ["jacobi2d", "border_modes", "lap3d", "timeloop", "hdiff", "tridiag",
-                        "overhead", "parloop_inc", "compile", "dask_jacobi2d"])
-    bw = stream(sizes["stream"], repeats)
+    wrong = unknown_cases(only or [])
+    if wrong:
+        raise ValueError(f"unknown case {', '.join(map(repr, wrong))}; the cases are: "
+                         f"{', '.join(CASES)}")
+    want = set(only or CASES)
+    try:
+        bw: dict[str, float] | None = stream(1 << 21 if quick else 1 << 25, repeats)
+    except Exception as exc:  # no C compiler: the cases still run on what there is
+        _skipped("the STREAM bandwidth", exc)
+        bw = None
     results = []
-    if "jacobi2d" in want:
-        results.append(case_jacobi2d(sizes["jacobi2d"], repeats))
-    if "border_modes" in want:
-        results.append(case_border_modes(sizes["jacobi2d"], repeats))
-    if "lap3d" in want:
-        results += [case_lap3d(n, repeats) for n in sizes["lap3d"]]
-    if "timeloop" in want:
-        results.append(case_timeloop(256 if quick else 2048, 100, repeats))
-    if "hdiff" in want:
-        results.append(case_hdiff(64 if quick else 256, 16 if quick else 80, repeats))
-    if "tridiag" in want:
-        results.append(case_tridiag(64 if quick else 256, 16 if quick else 80, repeats))
-    if "overhead" in want:
-        results.append(case_overhead(repeats))
-    if "parloop_inc" in want:
-        results.append(case_parloop_inc(20_000 if quick else 1_000_000, repeats))
-    if "compile" in want:
-        results.append(case_compile())
-    if "dask_jacobi2d" in want:
-        dask_case = case_dask_jacobi2d(sizes["dask_jacobi2d"], repeats)
-        results += [dask_case] if dask_case else []
+    for name, case in _runs(quick, repeats).items():
+        if name not in want:
+            continue
+        try:
+            results += case()
+        except Exception as exc:
+            _skipped(f"the case {name!r}", exc)
     for r in results:
         r.setdefault("spread", getattr(r["seconds"], "spread", {}))
     print(_table(results, bw))

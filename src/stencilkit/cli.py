@@ -198,10 +198,19 @@ def show(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- bench, backends
 
 def bench(args: argparse.Namespace) -> int:
-    from .bench import compare, run
+    from .bench import CASES, compare, run, unknown_cases
 
+    if args.list:
+        width = max(map(len, CASES))
+        for name, what in CASES.items():
+            print(f"{name:<{width}}  {what}")
+        return 0
     if args.compare:
         return compare(*args.compare)
+    wrong = unknown_cases(args.only or [])
+    if wrong:
+        raise UsageError(f"--only: unknown case {', '.join(map(repr, wrong))}; the cases are: "
+                         f"{', '.join(CASES)} (stencilkit bench --list)")
     return run(quick=args.quick, json_path=args.json, plot_path=args.plot, only=args.only)
 
 
@@ -241,11 +250,16 @@ def _parser() -> argparse.ArgumentParser:
                         "picture gathered on rank 0 (needs mpi4py)")
     p.set_defaults(run=demo)
     p = sub.add_parser("bench", help="run the benchmark suite",
-                       description="Time stencilkit against NumPy and Numba on standard cases.")
+                       description="Time stencilkit against NumPy and Numba on standard "
+                                   "cases. An implementation whose backend cannot build or "
+                                   "run here is left out, with the reason on stderr.")
     p.add_argument("--quick", action="store_true", help="small sizes, seconds")
     p.add_argument("--json", metavar="FILE", help="write results as JSON to this file")
     p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart to this file")
-    p.add_argument("--only", nargs="*", metavar="CASE", help="run only these cases")
+    p.add_argument("--only", nargs="*", metavar="CASE",
+                   help="run only these cases (--list names them)")
+    p.add_argument("--list", action="store_true",
+                   help="list the cases, with what each times, and run nothing")
     p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                    help="print the ratio table of two --json results (runs nothing)")
     p.set_defaults(run=bench)

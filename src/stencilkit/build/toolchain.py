@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BackendError
+from . import verdicts
 
 # Exact IEEE semantics (no contraction into FMA, no fast-math) so that results match NumPy
 # and Numba bit for bit; -fwrapv gives integers Numba's wrap-around; no errno lets libm
@@ -132,3 +133,60 @@ def _supports_openmp(cc: str) -> bool:
 
 
 toolchain.cache_clear = _toolchain.cache_clear  # type: ignore[attr-defined]
+
+
+_PROBE_C = """
+int sk_probe(int n) {
+    int s = 0;
+    #pragma omp parallel for reduction(+:s)
+    for (int i = 0; i < n; ++i) s += i;
+    return s;
+}
+"""
+
+
+def probe_identity(cc: str, extra_flags: tuple[str, ...], openmp: bool) -> tuple[str, ...]:
+    """What the C probe's verdict depends on, without running the compiler: the driver's
+    file and the options (a reinstalled compiler has another size or time)."""
+    found = find_compiler(cc)
+    exe = shutil.which(found.split()[0]) if found else None
+    return (str(found), verdicts.file_identity(exe), " ".join(extra_flags), str(openmp),
+            str(sanitize_requested()), verdicts.cpu_identity())
+
+
+def probe(cc: str | None, extra_flags: tuple[str, ...], openmp: bool) -> verdicts.Verdict:
+    """Build and load a one-function shared library with the toolchain generated code gets:
+    the verdict says why not when that fails, and in ``detail`` that OpenMP is missing."""
+    import ctypes
+    import tempfile
+
+    try:
+        tc = toolchain(cc, extra_flags, openmp)
+        with tempfile.TemporaryDirectory(prefix="stencilkit-probe-") as tmp:
+            src, lib = Path(tmp) / "probe.c", Path(tmp) / "probe.so"
+            src.write_text(_PROBE_C)
+            cmd = [tc.cc, *tc.flags, str(src), "-o", str(lib), "-lm"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                return verdicts.Verdict(
+                    f"the C compiler {tc.cc!r} cannot build a one-line shared library (exit "
+                    f"status {proc.returncode}: {_first_error(proc.stderr)})")
+            fn = ctypes.CDLL(str(lib)).sk_probe
+            fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
+            if fn(100) != 4950:
+                return verdicts.Verdict(f"a one-line C function built by {tc.cc} gave a "
+                                        "wrong result")
+    except BackendError as exc:  # the compiler does not even report its version
+        return verdicts.Verdict(exc.bare_message)
+    except OSError as exc:  # the compiler does not start, or the library does not load
+        return verdicts.Verdict(f"a one-line shared library could not be built and loaded "
+                                f"with {find_compiler(cc)}: {exc}")
+    missing = openmp and not tc.openmp
+    return verdicts.Verdict(None, f"{tc.cc} has no OpenMP: kernels run on one thread"
+                            if missing else "")
+
+
+def _first_error(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.search(r"\berror\b:", ln)]
+    return (errors or lines or ["no message"])[0][:300]

@@ -36,21 +36,27 @@ class BackendStatus:
     reason: str | None  # why it cannot run here; None when it can
     description: str
     needs: str
+    detail: str | None = None  # what else the probe found (e.g. "gcc has no OpenMP: ...")
 
     def __bool__(self) -> bool:
         return self.available
 
     def __str__(self) -> str:
         state = "available" if self.available else f"unavailable: {self.reason}"
+        if self.available and self.detail:
+            state += f" ({self.detail})"
         return f"{self.name:8} {state}  ({self.description}; needs {self.needs})"
 
 
 def backends() -> dict[str, BackendStatus]:
-    """Every backend of API.md section 4: whether it can run here and, if not, why."""
+    """Every backend of API.md section 4: whether it can run here and, if not, why. A
+    backend with a run-time compiler is available only once it built and ran a one-line
+    kernel here (``base.Backend.probe``)."""
     out = {}
     for name, b in REGISTRY.items():
         reason = b.probe()
-        out[name] = BackendStatus(name, reason is None, reason, b.description, b.needs)
+        detail = b.detail() if reason is None else None
+        out[name] = BackendStatus(name, reason is None, reason, b.description, b.needs, detail)
     return out
 
 

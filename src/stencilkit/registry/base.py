@@ -4,7 +4,10 @@ A backend module (``registry/numpy.py``, ``registry/c.py``, ...) defines one ``B
 ``Backend`` (or a subclass of it that implements the build steps) with
 
 - ``name``, ``description``, ``needs``: what ``sk.backends()`` reports (API.md section 4);
-- ``probe``: ``None`` when the backend runs here, else the reason it does not;
+- ``probe``: ``None`` when the backend runs here, else the reason it does not. A backend
+  with a run-time compiler builds and runs a one-line kernel with it (once per process;
+  ``build/verdicts.py`` remembers a success on disk), so that no backend is called available
+  that cannot build; ``detail`` says what else the probe found (e.g. no OpenMP);
 - ``capabilities``: the kinds it builds, the dtypes it computes on, its device, and the few
   facts the rest of the package asks instead of comparing names (does the generated code
   index arrays in elements? does it want temporaries inlined? ...);
@@ -123,6 +126,10 @@ def always() -> str | None:
     return None
 
 
+def nothing() -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Backend:
     """One backend's declaration. Subclasses implement the build steps of the kinds their
@@ -135,6 +142,7 @@ class Backend:
     capabilities: Capabilities | None = None  # None: declared, not built
     pieces: Pieces | None = None
     gt4py_names: tuple[str, ...] = ()
+    detail: Callable[[], str | None] = nothing  # what else the probe found, for sk.backends()
 
     @property
     def available(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,13 +17,35 @@ from .. import dtypes
 from ..ir import border_modes
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
+if TYPE_CHECKING:
+    from ..build.verdicts import Verdict
 
-@functools.cache
+
 def probe() -> str | None:
-    from ..build.toolchain import find_compiler
+    """None when the configured C compiler builds and loads a one-line OpenMP library here
+    (once per process and configuration; a success is remembered on disk), else why not."""
+    return _verdict().reason
+
+
+def detail() -> str | None:
+    return _verdict().detail or None
+
+
+def _verdict() -> Verdict:
     from ..config import current
 
-    return None if find_compiler(current().cc) else "no C compiler found ($CC, gcc, clang, cc)"
+    cfg = current()
+    return _probe(cfg.cc, tuple(cfg.cflags), cfg.openmp)
+
+
+@functools.cache
+def _probe(cc: str | None, cflags: tuple[str, ...], openmp: bool) -> Verdict:
+    from ..build import toolchain, verdicts
+
+    if toolchain.find_compiler(cc) is None:
+        return verdicts.Verdict("no C compiler found ($CC, gcc, clang, cc)")
+    return verdicts.remembered("c", toolchain.probe_identity(cc, cflags, openmp),
+                               lambda: toolchain.probe(cc, cflags, openmp))
 
 
 class CBackend(Backend):
@@ -174,7 +197,7 @@ class CBackend(Backend):
 
 BACKEND = CBackend(
     "c", "C99 + OpenMP via the system compiler, loaded in-process", needs="gcc or clang",
-    probe=probe,
+    probe=probe, detail=detail,
     capabilities=Capabilities(
         kinds=frozenset(KINDS), dtypes=dtypes.SUPPORTED, device="cpu",
         compiled=True,

@@ -24,7 +24,8 @@ CUDA_DTYPES = frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t))
 
 @functools.cache
 def probe() -> str | None:
-    """None when a CUDA device can run generated kernels here, else why not."""
+    """None when a CUDA device runs a one-line kernel built as the generated ones are (NVRTC,
+    loaded by the driver, launched by CuPy), else why not; once per process."""
     if importlib.util.find_spec("cupy") is None:
         return "cupy is not installed (pip install 'stencilkit[cuda]')"
     from ..build.cuda import nvrtc_problem
@@ -38,7 +39,11 @@ def probe() -> str | None:
         n = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CuPy raises its own CUDARuntimeError without a driver
         return f"no CUDA device ({type(exc).__name__}: {exc})"
-    return None if n > 0 else "no CUDA device"
+    if n == 0:
+        return "no CUDA device"
+    from ..runtime.cuda import probe_kernel
+
+    return probe_kernel()
 
 
 def _filename(src) -> str:

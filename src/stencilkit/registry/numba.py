@@ -21,16 +21,39 @@ import functools
 import importlib.util
 
 from .. import dtypes
-from ..build import numba_module  # its import installs the finder of generated modules
+from ..build import (
+    numba_module,  # its import installs the finder of generated modules
+    verdicts,
+)
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 
 @functools.cache
 def probe() -> str | None:
-    # found without importing it (importing numba takes most of a second)
-    if importlib.util.find_spec("numba") is None:
+    """None when Numba compiles and runs a one-line function here, else why not. Found
+    without importing Numba (most of a second) when a process with the same Numba, llvmlite
+    and CPU already saw it work (``build/verdicts.py``)."""
+    spec = importlib.util.find_spec("numba")
+    if spec is None:
         return "numba is not installed (pip install numba)"
-    return None
+    llvmlite = importlib.util.find_spec("llvmlite")
+    identity = (verdicts.file_identity(spec.origin),
+                verdicts.file_identity(llvmlite.origin if llvmlite else None),
+                verdicts.cpu_identity())
+    return verdicts.remembered("numba", identity, _compile_one_line).reason
+
+
+def _compile_one_line() -> verdicts.Verdict:
+    try:
+        import numba
+
+        if numba.njit("int64(int64)")(lambda x: x + 1)(41) != 42:
+            return verdicts.Verdict("a one-line function compiled by Numba gave a wrong result")
+    except Exception as exc:  # llvmlite without its LLVM library, a broken install, ...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return verdicts.Verdict(f"numba cannot compile a one-line function "
+                                f"({type(exc).__name__}: {first})")
+    return verdicts.Verdict(None)
 
 
 class NumbaBackend(Backend):

@@ -44,6 +44,33 @@ def _cupy():
     return cupy
 
 
+_PROBE_SOURCE = 'extern "C" __global__ void sk_probe(int *x) { x[threadIdx.x] += 1; }\n'
+
+
+def probe_kernel() -> str | None:
+    """None when a one-line kernel compiles (NVRTC, for the current device's architecture),
+    loads (the driver takes the PTX: a driver older than NVRTC refuses it) and runs, as the
+    backend's own kernels do (``CudaEntry.functions``); else why not."""
+    from ..build.cuda import compile_ptx
+    from ..errors import BackendError
+
+    try:
+        cp = _cupy()
+        arch = "sm_" + cp.cuda.Device().compute_capability
+        ptx = compile_ptx(_PROBE_SOURCE, arch, "probe")
+        module = cp.cuda.function.Module()
+        module.load(ptx.encode())
+        x = cp.zeros(4, dtype=np.int32)
+        module.get_function("sk_probe")((1,), (4,), (x,))
+        got = cp.asnumpy(x).tolist()
+    except BackendError as exc:
+        return f"NVRTC cannot compile a one-line kernel ({exc.bare_message.splitlines()[0]})"
+    except Exception as exc:  # CuPy's CUDADriverError/CUDARuntimeError: driver, device
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"a one-line kernel does not run on the CUDA device ({type(exc).__name__}: {first})"
+    return None if got == [1, 1, 1, 1] else "a one-line kernel gave a wrong result on CUDA"
+
+
 # ---------------------------------------------------------------- host-side evaluation
 
 

@@ -17,6 +17,7 @@ caching to drivers that cache source builds themselves (PoCL in ``POCL_CACHE_DIR
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from dataclasses import dataclass
 from types import ModuleType
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..config import current
 from ..errors import BackendError
+from . import pocl_target
 
 #: Build options: IEEE division and square root in single precision too, and no
 #: contraction into fused multiply-adds (the source also says FP_CONTRACT OFF), so that
@@ -92,13 +94,52 @@ def choose_device(selector: str | None) -> object:
                             "to 'P:D' or to part of a device's name")
 
 
+_PROBE_SOURCE = "__kernel void sk_probe(__global int *x) { x[get_global_id(0)] += 1; }"
+_probed: dict[tuple[str | None, tuple[str, ...]], str | None] = {}
+
+
 def probe() -> str | None:
-    """None when the backend can run here, else why not (for ``sk.backends()``)."""
+    """None when a one-line kernel builds (with ``build_options()``) and runs on the
+    configured device, else why not (for ``sk.backends()``); once per process per device and
+    options. A device found is not enough: PoCL lists its CPU device on machines where it
+    cannot build anything (``runtime/pocl_target.py``)."""
+    key = (current().opencl_device, build_options())
+    if key not in _probed:
+        _probed[key] = _probe()
+    return _probed[key]
+
+
+def _probe() -> str | None:
     try:
-        device()
+        rt = device()
+        try:
+            prg = build(_PROBE_SOURCE, "probe")
+        except BackendError as exc:
+            why = first_error(exc.bare_message)
+            pocl = pocl_target.explain() if pocl_target.UNKNOWN_CPU in why else None
+            return (f"the OpenCL compiler of {rt.name} cannot build a one-line kernel "
+                    f"({why})" + (f": {pocl}" if pocl else ""))
+        cl = pyopencl()
+        host = np.zeros(4, np.int32)
+        buf = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=host)
+        prg.sk_probe(rt.queue, (4,), None, buf)  # type: ignore[attr-defined]
+        cl.enqueue_copy(rt.queue, host, buf)
+        rt.queue.finish()  # type: ignore[attr-defined]
+        if host.tolist() != [1, 1, 1, 1]:
+            return f"a one-line kernel gave a wrong result on {rt.name}"
     except BackendError as exc:
         return exc.bare_message
+    except Exception as exc:  # pyopencl's errors (cl.Error) on a device that does not run
+        return f"a one-line kernel does not run ({type(exc).__name__}: {first_error(str(exc))})"
     return None
+
+
+def first_error(log: str) -> str:
+    """The first line of a compiler's log that says ``error:``, else its first line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    return next((ln for ln in lines if re.search(r"\berror\b:", ln)),
+                lines[0] if lines else "no message")[:300]
 
 
 def has_fp64(dev: object) -> bool:
@@ -135,6 +176,7 @@ def device() -> Runtime:
         with _lock:
             rt = _runtimes.get(selector)
             if rt is None:
+                pocl_target.prepare()  # before PoCL first lists its devices
                 cl = pyopencl()
                 dev = choose_device(selector)
                 ctx = cl.Context([dev])
