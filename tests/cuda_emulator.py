@@ -54,6 +54,19 @@ _CTYPES = {"b1": ctypes.c_bool, "i1": ctypes.c_int8, "u1": ctypes.c_uint8,
            "i2": ctypes.c_int16, "u2": ctypes.c_uint16, "i4": ctypes.c_int32,
            "u4": ctypes.c_uint32, "i8": ctypes.c_int64, "u8": ctypes.c_uint64,
            "f4": ctypes.c_float, "f8": ctypes.c_double}
+
+
+class _Complex64(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_float), ("im", ctypes.c_float)]
+
+
+class _Complex128(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
+
+
+# complex scalars travel by value as the prelude's structs (real, imaginary)
+_CTYPES["c8"] = lambda z: _Complex64(z.real, z.imag)
+_CTYPES["c16"] = lambda z: _Complex128(z.real, z.imag)
 _built: dict[str, ctypes.CDLL] = {}
 #: what install() replaced (the device's own ``CudaEntry.functions``, for tests of it)
 REPLACED: dict[str, object] = {}
