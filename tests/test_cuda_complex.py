@@ -62,6 +62,11 @@ def complex_sqrt(a):
     return np.sqrt(a[0, 0])
 
 
+def phase(psi, v):
+    """A transmission function: the wave times exp(i sigma V)."""
+    return psi[0] * np.exp(v[0] * 0.5j) + np.exp(psi[0])
+
+
 def _c(shape, dtype=np.complex128, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
@@ -169,6 +174,56 @@ def test_unsupported_complex_function_is_refused(cuda):
     sk.stencil(complex_sqrt, backend=cuda)(np.ones((4, 4)))  # real: computed
 
 
+def test_exp(cuda):
+    """exp of a complex number: glibc's cexp algorithm (which NumPy calls) on libdevice's
+    exp/sin/cos, so within their bounds on a GPU; on the emulator, where the host's libm
+    computes those, bit-identical to NumPy."""
+    from stencilkit.runtime import cuda as runtime
+
+    from .cuda_emulator import _functions
+
+    on_emulator = runtime.CudaEntry.functions is _functions
+    for dtype, eps, bound in ((np.complex128, 2.0**-52, 4), (np.complex64, 2.0**-23, 6)):
+        z = _c(2000, dtype) * 3
+        z.imag *= 10
+        got = np.asarray(sk.stencil(_exp1, backend=cuda)(z))
+        ref = np.exp(z)
+        err = np.abs(got - ref) / np.abs(ref)
+        assert err.max() <= bound * eps, (dtype, err.max() / eps)
+        if on_emulator:
+            np.testing.assert_array_equal(got, ref)
+        v = np.random.default_rng(9).uniform(-50, 50, 2000).astype(z.real.dtype)
+        got = np.asarray(sk.stencil(phase, backend=cuda)(z, v))
+        ref = sk.stencil(phase, backend="numpy")(z, v)
+        err = np.abs(got - ref) / np.abs(ref)
+        assert err.max() <= 2 * bound * eps, (dtype, err.max() / eps)
+    z = np.array([0j, 1 + 0j, 710 + 1j, 1500 - 2j, 2200 + 0.5j, -800 + 1j, 1e-310j, -0.0 - 0j])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(np.asarray(sk.stencil(_exp1, backend=cuda)(z)),
+                                      np.exp(z))
+
+
+def _exp1(a):
+    return np.exp(a[0])
+
+
+def test_exp_special_values_equal_c(cuda):
+    """C99 Annex G's table, as glibc (the "c" backend, NumPy) gives it; exact on a GPU
+    too, since every result here is 0, an infinity, NaN or an exact copy."""
+    _needs("c")
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan]
+    finite = [0.0, -0.0, 1.0, -2.5]
+    vals = [complex(r, i) for r in special for i in special + finite]
+    vals += [complex(r, i) for r in finite for i in special if not np.isfinite(i)]
+    z = np.array(vals)
+    with np.errstate(all="ignore"):
+        got = np.asarray(sk.stencil(_exp1, backend=cuda)(z))
+        ref = sk.stencil(_exp1, backend="c")(z)
+    np.testing.assert_array_equal(got.view(np.float64), ref.view(np.float64))
+    np.testing.assert_array_equal(np.signbit(got.view(np.float64)),
+                                  np.signbit(ref.view(np.float64)))
+
+
 # ---------------------------------------------------------------- computations, ParLoops
 
 
@@ -239,6 +294,9 @@ def _sources():
                                           backend="cuda"),
         "mixed": sk.stencil(mixed).generate(a.astype(np.complex64), a.real, backend="cuda"),
         "computation": sk.stencil(_computation()).generate(backend="cuda"),
+        "phase": sk.stencil(phase).generate(a[0], a[0].real, backend="cuda"),
+        "phase64": sk.stencil(phase).generate(a[0].astype(np.complex64),
+                                              a[0].real.astype(np.float32), backend="cuda"),
         "parloop_global": sk.ParLoop(sk.kernel(total), cells, g(sk.INC), x(sk.READ)
                                      ).generate(backend="cuda"),
     }

@@ -252,6 +252,60 @@ template <class T> SK_DEVICE sk_complex<T> &operator/=(sk_complex<T> &a, sk_comp
 }
 /* abs() as NumPy's npy_cabs and Numba's: hypot (libdevice's, within its ulp bound) */
 template <class T> SK_DEVICE T sk_cabs(sk_complex<T> a) { return hypot(a.re, a.im); }
+/* exp() as glibc's cexp computes it (NumPy's np.exp of a complex number calls it): the
+   finite case scaled past the overflow threshold, C99 Annex G's special values */
+template <class T> struct sk_limits;
+template <> struct sk_limits<double> {
+    static SK_DEVICE double min() { return 2.2250738585072014e-308; }
+    static SK_DEVICE double max() { return 1.7976931348623157e308; }
+    static SK_DEVICE int exp_threshold() { return 709; }  /* (int)((DBL_MAX_EXP - 1) ln 2) */
+};
+template <> struct sk_limits<float> {
+    static SK_DEVICE float min() { return 1.17549435e-38f; }
+    static SK_DEVICE float max() { return 3.40282347e38f; }
+    static SK_DEVICE int exp_threshold() { return 88; }
+};
+template <class T> SK_DEVICE sk_complex<T> sk_cexp(sk_complex<T> z) {
+    T x = z.re, y = z.im;
+    if (isfinite(x)) {
+        if (!isfinite(y)) return sk_complex<T>((T)NAN, (T)NAN);
+        T s = y, c = 1;
+        if (fabs(y) > sk_limits<T>::min()) {
+            s = sin(y);
+            c = cos(y);
+        }
+        const int t = sk_limits<T>::exp_threshold();
+        if (x > t) {
+            T exp_t = exp((T)t);
+            x -= t;
+            s *= exp_t;
+            c *= exp_t;
+            if (x > t) {
+                x -= t;
+                s *= exp_t;
+                c *= exp_t;
+            }
+        }
+        if (x > t) return sk_complex<T>(sk_limits<T>::max() * c, sk_limits<T>::max() * s);
+        T e = exp(x);
+        return sk_complex<T>(e * c, e * s);
+    }
+    if (isinf(x)) {
+        if (isfinite(y)) {
+            T value = signbit(x) ? (T)0 : (T)INFINITY;
+            if (y == 0) return sk_complex<T>(value, y);
+            T s = y, c = 1;
+            if (fabs(y) > sk_limits<T>::min()) {
+                s = sin(y);
+                c = cos(y);
+            }
+            return sk_complex<T>(copysign(value, c), copysign(value, s));
+        }
+        if (!signbit(x)) return sk_complex<T>((T)INFINITY, y - y);
+        return sk_complex<T>((T)0, copysign((T)0, y));
+    }
+    return sk_complex<T>((T)NAN, y == 0 ? y : (T)NAN);
+}
 SK_DEVICE bool sk_isnan_c64(sk_c64 a) { return isnan(a.re) || isnan(a.im); }
 SK_DEVICE bool sk_isnan_c128(sk_c128 a) { return isnan(a.re) || isnan(a.im); }
 SK_DEVICE bool sk_isinf_c64(sk_c64 a) { return isinf(a.re) || isinf(a.im); }
