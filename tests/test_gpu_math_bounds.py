@@ -5,6 +5,8 @@ functions, so it checks the mechanism (and NumPy's own SIMD loops against glibc'
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -36,6 +38,18 @@ def _binary_kernel(f):
     def k(a, b):
         return f(a[0, 0], b[0, 0])
     return k
+
+
+@pytest.fixture(autouse=True)
+def _cuda(monkeypatch):
+    """"cuda" on the device where there is one, else on the emulator (tests/cuda_emulator.py),
+    so that the CPU-only CI runs these too."""
+    if registry.REGISTRY["cuda"].probe() is not None:
+        if shutil.which("g++") is None:
+            pytest.skip("no CUDA device and no g++ for the emulator")
+        from .cuda_emulator import install
+
+        install(monkeypatch)
 
 
 def _needs_cuda() -> None:
