@@ -259,11 +259,13 @@ template <> struct sk_limits<double> {
     static SK_DEVICE double min() { return 2.2250738585072014e-308; }
     static SK_DEVICE double max() { return 1.7976931348623157e308; }
     static SK_DEVICE int exp_threshold() { return 709; }  /* (int)((DBL_MAX_EXP - 1) ln 2) */
+    static SK_DEVICE int mant_dig() { return 53; }
 };
 template <> struct sk_limits<float> {
     static SK_DEVICE float min() { return 1.17549435e-38f; }
     static SK_DEVICE float max() { return 3.40282347e38f; }
     static SK_DEVICE int exp_threshold() { return 88; }
+    static SK_DEVICE int mant_dig() { return 24; }
 };
 template <class T> SK_DEVICE sk_complex<T> sk_cexp(sk_complex<T> z) {
     T x = z.re, y = z.im;
@@ -305,6 +307,68 @@ template <class T> SK_DEVICE sk_complex<T> sk_cexp(sk_complex<T> z) {
         return sk_complex<T>((T)0, copysign((T)0, y));
     }
     return sk_complex<T>((T)NAN, y == 0 ? y : (T)NAN);
+}
+/* sqrt() as glibc's csqrt computes it (NumPy's np.sqrt of a complex number calls it):
+   d = hypot(x, y) with scaling near overflow and underflow, the identity
+   2 Re(r) Im(r) = y against cancellation in d -/+ x, Annex G's special values */
+template <class T> SK_DEVICE sk_complex<T> sk_csqrt(sk_complex<T> z) {
+    T x = z.re, y = z.im;
+    if (!isfinite(x) || !isfinite(y)) {
+        if (isinf(y)) return sk_complex<T>((T)INFINITY, y);
+        if (isinf(x)) {
+            if (x < 0) return sk_complex<T>(isnan(y) ? (T)NAN : (T)0, copysign((T)INFINITY, y));
+            return sk_complex<T>(x, isnan(y) ? (T)NAN : copysign((T)0, y));
+        }
+        return sk_complex<T>((T)NAN, (T)NAN);
+    }
+    const T tiny = sk_limits<T>::min(), huge = sk_limits<T>::max();
+    if (y == 0) {
+        if (x < 0) return sk_complex<T>((T)0, copysign(sqrt(-x), y));
+        return sk_complex<T>(fabs(sqrt(x)), copysign((T)0, y));
+    }
+    if (x == 0) {
+        T r = fabs(y) >= 2 * tiny ? sqrt((T)0.5 * fabs(y)) : (T)0.5 * sqrt(2 * fabs(y));
+        return sk_complex<T>(r, copysign(r, y));
+    }
+    int scale = 0;
+    if (fabs(x) > huge / 4) {
+        scale = 1;
+        x = scalbn(x, -2);
+        y = scalbn(y, -2);
+    } else if (fabs(y) > huge / 4) {
+        scale = 1;
+        x = fabs(x) >= 4 * tiny ? scalbn(x, -2) : (T)0;
+        y = scalbn(y, -2);
+    } else if (fabs(x) < 2 * tiny && fabs(y) < 2 * tiny) {
+        scale = -((sk_limits<T>::mant_dig() + 1) / 2);
+        x = scalbn(x, -2 * scale);
+        y = scalbn(y, -2 * scale);
+    }
+    T d = hypot(x, y), r, s;
+    if (x > 0) {
+        r = sqrt((T)0.5 * (d + x));
+        if (scale == 1 && fabs(y) < 1) {
+            s = y / r;
+            r = scalbn(r, scale);
+            scale = 0;
+        } else {
+            s = (T)0.5 * (y / r);
+        }
+    } else {
+        s = sqrt((T)0.5 * (d - x));
+        if (scale == 1 && fabs(x) < 1) {
+            r = fabs(y / s);
+            s = scalbn(s, scale);
+            scale = 0;
+        } else {
+            r = fabs((T)0.5 * (y / s));
+        }
+    }
+    if (scale) {
+        r = scalbn(r, scale);
+        s = scalbn(s, scale);
+    }
+    return sk_complex<T>(r, copysign(s, y));
 }
 SK_DEVICE bool sk_isnan_c64(sk_c64 a) { return isnan(a.re) || isnan(a.im); }
 SK_DEVICE bool sk_isnan_c128(sk_c128 a) { return isnan(a.re) || isnan(a.im); }

@@ -120,7 +120,7 @@ class CudaPlatform(CPlatform):
     """What is left abstract inside one thread's body, as CUDA C++. Parallel loops that did
     not become grid dimensions run serially in the thread; math functions are CUDA's
     overloaded device functions (``sqrt`` of a float is ``sqrtf``); on complex numbers
-    (``codegen.cuda.COMPLEX``) only ``abs``, ``exp`` and the NaN/infinity tests
+    (``codegen.cuda.COMPLEX``) only ``abs``, ``exp``, ``sqrt`` and the NaN/infinity tests
     (``COMPLEX_FUNCTIONS``: the backend refuses the others before lowering)."""
 
     name = "cuda"
@@ -164,7 +164,7 @@ class CudaPlatform(CPlatform):
     def math_call(self, call: k.MathCall) -> k.Expr:
         a = call.args[0].dtype
         if dtypes.is_complex(a):
-            if call.func in ("abs", "exp"):
+            if call.func in ("abs", "exp", "sqrt"):
                 return k.CCall(f"sk_c{call.func}", call.args, dtype=call.dtype)
             if call.func in _TESTS:
                 return k.Op(call.func, call.args, dtype=call.dtype)
@@ -181,7 +181,7 @@ class CudaPlatform(CPlatform):
 
 CUDA_PLATFORM = CudaPlatform()
 #: The math functions "cuda" computes on complex numbers (libdevice has no complex ones)
-COMPLEX_FUNCTIONS = frozenset({"abs", "exp", *_TESTS})
+COMPLEX_FUNCTIONS = frozenset({"abs", "exp", "sqrt", *_TESTS})
 
 
 def unsupported_complex_call(kf: k.KernelFunction) -> tuple[str, k.Stmt | None] | None:
