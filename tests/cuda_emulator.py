@@ -6,7 +6,11 @@ atomics; each launch runs every thread of its grid one after the other (so atomi
 trivially indivisible, and races go unseen); CuPy is replaced by NumPy (``asarray`` copies,
 as a transfer to the device does). Everything else is the backend's own code: the launch
 plan, the grid sizes, the argument binding, the host loops, the status word, the copies
-back. What it cannot show: timing, coalescing, real concurrency, NVRTC/driver behaviour.
+back. NVRTC's contraction is modelled: a kernel built with ``fast_math=True`` (NVRTC
+``--fmad=true``) is compiled with ``-O2 -mfma -ffp-contract=fast`` where the host has FMA, one
+built without it with ``-ffp-contract=off`` (``--fmad=false``). What it cannot show: timing,
+coalescing, real concurrency, NVRTC/driver behaviour, libdevice's math functions (the host's
+libm computes them here).
 """
 
 from __future__ import annotations
@@ -50,7 +54,22 @@ _CTYPES = {"b1": ctypes.c_bool, "i1": ctypes.c_int8, "u1": ctypes.c_uint8,
            "i2": ctypes.c_int16, "u2": ctypes.c_uint16, "i4": ctypes.c_int32,
            "u4": ctypes.c_uint32, "i8": ctypes.c_int64, "u8": ctypes.c_uint64,
            "f4": ctypes.c_float, "f8": ctypes.c_double}
+
+
+class _Complex64(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_float), ("im", ctypes.c_float)]
+
+
+class _Complex128(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
+
+
+# complex scalars travel by value as the prelude's structs (real, imaginary)
+_CTYPES["c8"] = lambda z: _Complex64(z.real, z.imag)
+_CTYPES["c16"] = lambda z: _Complex128(z.real, z.imag)
 _built: dict[str, ctypes.CDLL] = {}
+#: what install() replaced (the device's own ``CudaEntry.functions``, for tests of it)
+REPLACED: dict[str, object] = {}
 _dir = Path(tempfile.mkdtemp(prefix="stencilkit-cuda-emulator-"))
 
 
@@ -77,17 +96,33 @@ def _driver(launch, printer) -> str:
         "}"])
 
 
-def _library(source: str, plan) -> ctypes.CDLL:
+def host_has_fma() -> bool:
+    try:
+        return " fma " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
+
+
+def contraction_flags(fast_math: bool) -> list[str]:
+    """g++ flags that contract as NVRTC does with (``--fmad=true``) and without
+    (``--fmad=false``) fast math."""
+    if fast_math and host_has_fma():  # GCC forms FMAs from -O2 on
+        return ["-O2", "-mfma", "-ffp-contract=fast"]
+    return ["-ffp-contract=off"]
+
+
+def _library(source: str, plan, fast_math: bool = False) -> ctypes.CDLL:
     from stencilkit.codegen.cuda import CudaPrinter
 
     printer = CudaPrinter()
     text = SHIM + source + "\n" + "\n".join(_driver(lc, printer) for lc in plan.launches())
-    key = hashlib.sha256(text.encode()).hexdigest()[:24]
+    flags = contraction_flags(fast_math)
+    key = hashlib.sha256((" ".join(flags) + text).encode()).hexdigest()[:24]
     if key not in _built:
         src, lib = _dir / f"{key}.cpp", _dir / f"{key}.so"
         src.write_text(text)
-        done = subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-w", "-o", str(lib), str(src)],
-                              capture_output=True, text=True)
+        done = subprocess.run(["g++", "-O1", *flags, "-shared", "-fPIC", "-w", "-o", str(lib),
+                               str(src)], capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"the emulator could not compile {src}:\n{done.stderr}")
         _built[key] = ctypes.CDLL(str(lib))
@@ -95,7 +130,7 @@ def _library(source: str, plan) -> ctypes.CDLL:
 
 
 def _functions(self) -> dict[str, object]:
-    lib = _library(self.source, self.plan)
+    lib = _library(self.source, self.plan, self.fast_math)
     out = {}
     for launch in self.plan.launches():
         fn = getattr(lib, f"emulate_{launch.name}")
@@ -160,6 +195,8 @@ def install(monkeypatch=None) -> None:
     from stencilkit.runtime import cuda as runtime
 
     setattr_ = monkeypatch.setattr if monkeypatch is not None else setattr
+    if runtime.CudaEntry.functions is not _functions:
+        REPLACED["functions"] = runtime.CudaEntry.functions
     fake = _fake_cupy()  # not in sys.modules: GT4Py, for one, looks for the real CuPy
     setattr_(runtime, "_cupy", lambda: fake)
     setattr_(storage, "array_module", lambda backend: fake)

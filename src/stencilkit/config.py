@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,9 +52,48 @@ class Config:
     #: test suite uses: PoCL then compiles a kernel about 2.5x faster, and runs it slower)
     opencl_options: tuple[str, ...] = field(
         default_factory=lambda: tuple(os.environ.get("STENCILKIT_OPENCL_OPTIONS", "").split()))
+    #: The default of stencils' ``fast_math=`` (read when a stencil or kernel is defined):
+    #: False, results bit-identical to "numpy"; True lets the compiled backends contract
+    #: a * b + c into fused multiply-adds and reassociate (docs/numerics.md)
+    fast_math: bool = field(
+        default_factory=lambda: os.environ.get("STENCILKIT_FAST_MATH", "0") not in ("", "0"))
 
 
 _current = Config()
+#: fast_math of the stencil being built: the backends read it through ``fast_math()``
+_building_fast_math: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "stencilkit_fast_math", default=None)
+
+
+def fast_math() -> bool:
+    """Whether the code being built may contract and reassociate floating-point arithmetic:
+    the building stencil's ``fast_math``, else the configured default."""
+    value = _building_fast_math.get()
+    return _current.fast_math if value is None else value
+
+
+@contextlib.contextmanager
+def building(fast_math: bool) -> Iterator[None]:
+    """The build of a stencil whose option is ``fast_math``: what ``fast_math()`` says
+    inside (only in this thread or task: a concurrent build elsewhere keeps its own)."""
+    token = _building_fast_math.set(fast_math)
+    try:
+        yield
+    finally:
+        _building_fast_math.reset(token)
+
+
+def checked_fast_math(value: object, stencil: str | None = None, loc: object = None) -> bool:
+    """``fast_math=`` as given to a stencil or kernel (None: the configured default, read
+    now), or a StencilError naming the stencil and where it is defined."""
+    if value is None:
+        return _current.fast_math
+    if not isinstance(value, bool):
+        raise StencilError(f"fast_math={value!r} is not a bool", stencil=stencil,
+                           loc=loc,  # type: ignore[arg-type]
+                           hint="pass fast_math=True (contraction allowed) or False "
+                                "(bit-identical to 'numpy', the default)")
+    return value
 
 
 def current() -> Config:
@@ -76,6 +118,9 @@ def configure(**changes: object) -> Config:
         changes["cflags"] = tuple(changes["cflags"].split())
     if "opencl_options" in changes and isinstance(changes["opencl_options"], str):
         changes["opencl_options"] = tuple(changes["opencl_options"].split())
+    if "fast_math" in changes and not isinstance(changes["fast_math"], bool):
+        raise StencilError(f"fast_math={changes['fast_math']!r} is not a bool",
+                           hint="sk.configure(fast_math=True) or fast_math=False")
     was_lazy = _current.lazy
     _current = dataclasses.replace(_current, **changes)  # type: ignore[arg-type]
     if was_lazy and not _current.lazy:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import registry
+from . import config, registry
 from .analysis.typing import ArgType, type_point_kernel
 from .config import current
 from .errors import ArgumentError, StencilError, StencilTypeError
@@ -158,7 +158,7 @@ class ParLoop:
 
     def _key(self, backend: Backend) -> tuple:
         return (backend.name, self.kernel.name, self.kernel.code or self.kernel.func,
-                self.specs, self.race_mode())
+                self.specs, self.race_mode(), self.kernel.fast_math)
 
     def generate(self, backend: str | None = None) -> str:
         """The generated source; cached in memory and on disk, independent of sizes."""
@@ -184,8 +184,9 @@ class ParLoop:
                                stencil=name, hint=f"use backend={able[0]!r} or write the "
                                                   "kernel in Python")
         atomic = self.race_mode() == "atomic"
-        return backend.build_parloop(name, self._typed, self.specs, self._src,
-                                     self.kernel.code, atomic)
+        with config.building(self.kernel.fast_math):
+            return backend.build_parloop(name, self._typed, self.specs, self._src,
+                                         self.kernel.code, atomic)
 
     # ------------------------------------------------------------ execution
 

@@ -16,11 +16,11 @@ from types import FunctionType
 
 import numpy as np
 
-from . import integrations, registry, storage
+from . import config, integrations, registry, storage
 from .analysis import schedule as sch
 from .build import cache
 from .distributed.array import involved
-from .errors import ArgumentError, StencilError
+from .errors import ArgumentError, Location, StencilError
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .passes.inline_temporaries import inline_temporaries
@@ -52,11 +52,16 @@ class ComputationStencil:
 
     def __init__(self, func: FunctionType, *, backend: str | None = None,
                  externals: dict[str, object] | None = None,
-                 dtypes: dict[str, object] | None = None) -> None:
+                 dtypes: dict[str, object] | None = None,
+                 fast_math: bool | None = None) -> None:
         self.func = func
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self.backend = backend
+        # contraction allowed (docs/numerics.md); None: sk.configure's default, read now
+        code = func.__code__
+        self.fast_math = config.checked_fast_math(
+            fast_math, self.__name__, Location(code.co_filename, code.co_firstlineno, 1))
         self.externals, self.dtypes = externals, dtypes
         parsed, self.source = parse_computation(func, externals, dtypes)
         dump("ir", self.__name__, c.format_computation(parsed))
@@ -376,8 +381,9 @@ class ComputationStencil:
                             tuple({f.dtype for f in self.definition.fields}
                                   | {s.dtype for s in self.definition.scalars}))
             plan = self._plan(backend)
-            built = backend.build_computation(plan.definition, plan.schedule, self.source,
-                                              fields)
+            with config.building(self.fast_math):
+                built = backend.build_computation(plan.definition, plan.schedule, self.source,
+                                                  fields)
             dump("code", f"{self.__name__} [{backend.name}]", built[0])
             self._builds[key] = built
         return built

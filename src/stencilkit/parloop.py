@@ -20,8 +20,8 @@ from types import FunctionType
 
 import numpy as np
 
-from . import dtypes, integrations
-from .errors import ArgumentError, StencilError
+from . import config, dtypes, integrations
+from .errors import ArgumentError, Location, StencilError
 
 
 class Access(enum.Enum):
@@ -449,7 +449,7 @@ class Kernel:
     """A kernel: a Python function (``@sk.kernel``) or C source (``Kernel(code, name)``)."""
 
     def __init__(self, code: str | FunctionType, name: str | None = None,
-                 backend: str | None = None) -> None:
+                 backend: str | None = None, fast_math: bool | None = None) -> None:
         if isinstance(code, FunctionType):
             self.func: FunctionType | None = code
             self.code: str | None = None
@@ -463,6 +463,11 @@ class Kernel:
             self.name = name
         self.backend = backend
         self.__name__ = self.name
+        # contraction allowed (docs/numerics.md); None: sk.configure's default, read now
+        code_obj = getattr(self.func, "__code__", None)
+        loc = None if code_obj is None else Location(code_obj.co_filename,
+                                                     code_obj.co_firstlineno, 1)
+        self.fast_math = config.checked_fast_math(fast_math, self.name, loc)
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, {'python' if self.func else 'C'})"
@@ -481,11 +486,12 @@ class Kernel:
         return format_point_kernel(parse_kernel(self.func)[0])
 
 
-def kernel(func: FunctionType | None = None, *, backend: str | None = None):
-    """``@sk.kernel``: a ParLoop kernel written in Python."""
+def kernel(func: FunctionType | None = None, *, backend: str | None = None,
+           fast_math: bool | None = None):
+    """``@sk.kernel``: a ParLoop kernel written in Python (``fast_math``: as for stencils)."""
     if func is None:
-        return lambda f: Kernel(f, backend=backend)
-    return Kernel(func, backend=backend)
+        return lambda f: Kernel(f, backend=backend, fast_math=fast_math)
+    return Kernel(func, backend=backend, fast_math=fast_math)
 
 
 # Each element's local blocks live on the (OpenMP thread's) stack in the C loop.

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import dtypes, integrations, registry
+from . import config, dtypes, integrations, registry
 from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
@@ -30,8 +30,9 @@ from .passes.lower_point import Layout
 from .runtime.launch import PointCall, check_shapes
 from .runtime.opencl import is_device_array, unit_last_stride
 
-_POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend", "dims"}
-_COMPUTATION_OPTIONS = {"backend", "externals", "dtypes"}
+_POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend",
+                  "fast_math", "dims"}
+_COMPUTATION_OPTIONS = {"backend", "externals", "dtypes", "fast_math"}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
 
@@ -125,7 +126,7 @@ class PointStencil:
     def __init__(self, func: FunctionType, *, neighborhood: Neighborhood | None = None,
                  cval: object = None, standard_indexing: tuple[str, ...] | list[str] = (),
                  backend: str | None = None, mode: border_modes.Mode = "constant",
-                 dims: tuple[str, ...] | None = None) -> None:
+                 dims: tuple[str, ...] | None = None, fast_math: bool | None = None) -> None:
         self.func = func
         self.__name__ = getattr(func, "__name__", "stencil")
         # xarray: the dimension names the kernel's axes run over (API.md section 9)
@@ -138,6 +139,8 @@ class PointStencil:
         self.backend = backend
         # the border mode (func_or_mode): one name, or a tuple of one per axis (ir.border_modes)
         self.mode = mode
+        # contraction allowed (docs/numerics.md); None: sk.configure's default, read now
+        self.fast_math = config.checked_fast_math(fast_math, self.__name__, _location(func))
         self._neighborhood: Neighborhood | None = self.explicit_neighborhood
         self._parsed: tuple[d.PointKernel, SourceFunction] | None = None
         self._specs: dict[tuple, PointCall] = {}
@@ -185,7 +188,8 @@ class PointStencil:
         chosen = registry.resolve(backend, self.__name__, generate=True)
         chosen.require("point", self.__name__, (*(t.dtype for t in types), out_dtype))
         _, src = self._parse()
-        return chosen.build_point(typed, layout, src, out_dtype, types, mode=self.mode)[0]
+        with config.building(self.fast_math):
+            return chosen.build_point(typed, layout, src, out_dtype, types, mode=self.mode)[0]
 
     # ------------------------------------------------------------ the call path
 
@@ -379,8 +383,9 @@ class PointStencil:
         layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
                               for a in args),
                         okey[2] if okey is not None else True)
-        source, entry = chosen.build_point(typed, layout, src, out_dtype, types,
-                                           mode=self.mode)
+        with config.building(self.fast_math):
+            source, entry = chosen.build_point(typed, layout, src, out_dtype, types,
+                                               mode=self.mode)
         pipeline.dump("code", f"{name} [{chosen.name}]", source)
         self._last = (chosen.name, typed, source)
         self._last_build = (typed, layout, out_dtype, types)
@@ -515,7 +520,8 @@ def stencil(func_or_mode: object = "constant", **options: object):
                 wrong.append("func_or_mode")
             if wrong:
                 raise StencilError(f"option(s) {wrong} do not apply to computations",
-                                   stencil=f.__name__, hint="use backend=, externals= and dtypes=")
+                                   stencil=f.__name__,
+                                   hint="use backend=, externals=, dtypes= and fast_math=")
             comp = ComputationStencil(f, **options)  # type: ignore[arg-type]
             functools.update_wrapper(comp, f, updated=())
             return comp

@@ -1,4 +1,5 @@
-"""CUDA C++ to PTX with NVRTC, cached on disk under the source and the architecture.
+"""CUDA C++ to PTX with NVRTC, cached on disk under the source, the architecture, NVRTC's
+version and the full option list.
 
 NVRTC needs no GPU: ``compile_ptx(source, "sm_90")`` works on any machine with the
 ``cuda-bindings`` and ``nvidia-cuda-nvrtc-cu12`` wheels (CI compiles every kernel of the test
@@ -39,13 +40,25 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
-def _options(arch: str) -> list[bytes]:
+#: What ``fast_math=True`` means to NVRTC: contraction of a * b + c into one rounding
+#: (FMA). Not --use_fast_math, which would also flush subnormals to zero, make division and
+#: square root approximate and replace single-precision sin/exp/... by intrinsics with
+#: errors of many ulps: more than "contraction and reassociation" (docs/numerics.md).
+FAST_MATH_OPTIONS = ("--fmad=true",)
+#: The default: no contraction, so that a * b + c rounds twice as NumPy's does; division
+#: and square root are IEEE-rounded and subnormals kept (NVRTC's defaults, stated anyway).
+EXACT_OPTIONS = ("--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false")
+
+
+def options(arch: str, fast_math: bool = False) -> tuple[str, ...]:
+    """NVRTC's options for ``arch`` ("sm_90"): all of them are in the PTX cache's key."""
     # compute_XX: PTX, which the driver compiles for the device it runs on
-    return [f"--gpu-architecture=compute_{arch.removeprefix('sm_')}".encode(),
-            b"--std=c++17", b"-default-device"]
+    return (f"--gpu-architecture=compute_{arch.removeprefix('sm_')}", "--std=c++17",
+            "-default-device", *(FAST_MATH_OPTIONS if fast_math else EXACT_OPTIONS))
 
 
-def compile_ptx_uncached(source: str, arch: str, name: str = "stencilkit") -> str:
+def compile_ptx_uncached(source: str, arch: str, name: str = "stencilkit",
+                         fast_math: bool = False) -> str:
     """PTX of ``source`` for ``arch`` ("sm_90"); BackendError with the log on failure."""
     problem = nvrtc_problem()
     if problem is not None:
@@ -58,7 +71,7 @@ def compile_ptx_uncached(source: str, arch: str, name: str = "stencilkit") -> st
     if err != ok:
         raise BackendError(f"NVRTC could not create a program: {err}", stencil=name)
     try:
-        opts = _options(arch)
+        opts = [o.encode() for o in options(arch, fast_math)]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         log = b" " * size
@@ -92,18 +105,19 @@ def explain_log(log: str, source: str, name: str) -> str:
     return "\n".join(out)
 
 
-def compile_ptx(source: str, arch: str, name: str = "stencilkit") -> str:
-    """The PTX of ``source``, through the disk cache (key: source, arch, NVRTC version);
-    compiled by ``compile_ptx_uncached`` when missing."""
+def compile_ptx(source: str, arch: str, name: str = "stencilkit", fast_math: bool = False) -> str:
+    """The PTX of ``source``, through the disk cache (key: source, NVRTC version and every
+    option, the architecture among them); compiled by ``compile_ptx_uncached`` when
+    missing."""
     from . import cache
 
-    k = cache.key("cuda-ptx", source, arch, nvrtc_version())
+    k = cache.key("cuda-ptx", source, nvrtc_version(), *options(arch, fast_math))
     hit = cache.memory_get(k)
     if hit is not None:
         return hit  # type: ignore[return-value]
 
     def build(tmp: Path) -> None:
-        (tmp / ARTIFACT).write_text(compile_ptx_uncached(source, arch, name))
+        (tmp / ARTIFACT).write_text(compile_ptx_uncached(source, arch, name, fast_math))
 
     ptx = cache.get_or_build(k, ARTIFACT, build, lambda path: path.read_text())
     cache.memory_put(k, ptx)

@@ -5,15 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..config import current
+from ..config import current, fast_math
 from ..errors import BackendError
 from . import cache
 from .toolchain import Toolchain, missing_function_error, toolchain
 
+#: What ``fast_math=True`` adds to the C flags (after -ffp-contract=off, so these win):
+#: contraction into FMA and reassociation (reductions vectorize). Not -ffast-math, whose
+#: -ffinite-math-only lets GCC fold isnan() and NaN comparisons away.
+FAST_MATH_FLAGS = ("-ffp-contract=fast", "-fassociative-math", "-fno-signed-zeros")
+
 
 def current_toolchain() -> Toolchain:
+    """The configured toolchain, with ``FAST_MATH_FLAGS`` where the stencil being built
+    asked for them (the flags are part of its identity, hence of every cache key)."""
     cfg = current()
-    return toolchain(cfg.cc, cfg.cflags, cfg.openmp)
+    fast = FAST_MATH_FLAGS if fast_math() else ()
+    return toolchain(cfg.cc, cfg.cflags + fast, cfg.openmp)
 
 
 def module_name(key: str) -> str:

@@ -11,8 +11,9 @@ Hooks for a dialect (class attributes and methods a subclass overrides): ``restr
 keyword, "" where there is none), ``function_qualifier`` (CUDA's ``__global__``, OpenCL's
 ``__kernel``), ``internal_qualifier`` (``static inline``, CUDA's ``__device__``),
 ``return_type`` (C returns the status; a CUDA kernel is ``void``), ``pointer_qualifier``
-(OpenCL's ``__global``), ``status_type``, ``complex_literal`` (C99's CMPLX; CUDA and OpenCL
-have no complex type), ``signature``/``param`` (the entry's form).
+(OpenCL's ``__global``), ``status_type``, ``ctype`` (a type's name: CUDA's complex structs),
+``complex_literal`` (C99's CMPLX; CUDA's struct constructors; OpenCL has no complex type),
+``signature``/``param`` (the entry's form).
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ class CFamilyPrinter:
     return_type = "int"  # what an entry function returns (the status, in C)
     status_type = "int"  # the error channel's variable (the helpers take an int *)
 
+    def ctype(self, t: np.dtype) -> str:
+        """The dialect's name of a type (CUDA names its complex structs)."""
+        return ctype(t)
+
     def __init__(self, status: str = "sk_error") -> None:
         self.helpers: set[tuple[str, np.dtype]] = set()
         self.error_flag = False
@@ -85,7 +90,7 @@ class CFamilyPrinter:
                 return "INT64_MIN"
             suffix = "ULL" if dtypes.is_unsigned(t) else "LL"
             text = f"{iv}{suffix}" if t.itemsize == 8 else str(iv)
-            return text if t.itemsize == 8 and t != dtypes.UINT64 else f"(({ctype(t)}){text})"
+            return text if t.itemsize == 8 and t != dtypes.UINT64 else f"(({self.ctype(t)}){text})"
         if dtypes.is_float(t):
             return self.float_literal(float(v), t == dtypes.FLOAT32)
         re = self.float_literal(float(v.real), t == dtypes.COMPLEX64)
@@ -124,7 +129,7 @@ class CFamilyPrinter:
                 self.helpers.add(("f2i", e.dtype))
                 return f"sk_f2i_{type_suffix(e.dtype)}({self.expr(v)})"
             case k.Convert(value=v):
-                text, p = f"({ctype(e.dtype)}){self.expr(v, _UNARY_PREC)}", _UNARY_PREC
+                text, p = f"({self.ctype(e.dtype)}){self.expr(v, _UNARY_PREC)}", _UNARY_PREC
             case k.Select(cond=c, then=a, orelse=b):
                 text = f"{self.expr(c, 3)} ? {self.expr(a, 3)} : {self.expr(b, 2)}"
                 p = 2
@@ -182,14 +187,14 @@ class CFamilyPrinter:
                 init = f" = {self.expr(v)}" if v is not None else ""
                 if sym.pointer:  # a pointer into a buffer (a ParLoop's direct argument)
                     const = "const " if sym.has(k.ReadOnly) else ""
-                    return [f"{indent}{const}{ctype(sym.dtype)} *{sym.name}{init};"]
-                t = self.status_type if sym.name == self.status else ctype(sym.dtype)
+                    return [f"{indent}{const}{self.ctype(sym.dtype)} *{sym.name}{init};"]
+                t = self.status_type if sym.name == self.status else self.ctype(sym.dtype)
                 return [f"{indent}{t} {sym.name}{init};"]
             case k.DeclareArray(buffer=b, size=n):
                 self.declared.add(b.base.name)
                 align = b.base.get(k.Alignment)
                 aligned = f"_Alignas({align.byte_boundary}) " if align is not None else ""
-                return [f"{indent}{aligned}{ctype(b.element_type)} {b.base.name}[{self.expr(n)}];"]
+                return [f"{indent}{aligned}{self.ctype(b.element_type)} {b.base.name}[{self.expr(n)}];"]
             case k.SetSym(symbol=sym, value=v):
                 return [f"{indent}{sym.name} = {self.expr(v)};"]
             case k.Store(buffer=b, indices=idx,
@@ -243,7 +248,7 @@ class CFamilyPrinter:
             cond = (f"({st} > 0) ? ({c} < {self.expr(s.stop, 10)}) : "
                     f"({c} > {self.expr(s.stop, 10)})")
             inc = f"{c} += {self.expr(step)}"
-        declare = "" if c in self.declared else f"{ctype(s.counter.dtype)} "
+        declare = "" if c in self.declared else f"{self.ctype(s.counter.dtype)} "
         return [f"{indent}for ({declare}{c} = {self.expr(s.start)}; {cond}; {inc}) {{",
                 *self.stmts(s.body, indent + "    "), f"{indent}}}"]
 
@@ -259,8 +264,8 @@ class CFamilyPrinter:
     def param(self, p: k.Symbol) -> str:
         """One parameter of a function's signature."""
         if not p.pointer:
-            return f"{ctype(p.dtype)} {p.name}"
+            return f"{self.ctype(p.dtype)} {p.name}"
         const = "const " if p.has(k.ReadOnly) else ""
         restrict = f"{self.restrict} " if p.has(k.Restrict) and self.restrict else ""
         space = f"{self.pointer_qualifier} " if self.pointer_qualifier else ""
-        return f"{space}{const}{ctype(p.dtype)} *{restrict}{p.name}"
+        return f"{space}{const}{self.ctype(p.dtype)} *{restrict}{p.name}"

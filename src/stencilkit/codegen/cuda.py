@@ -4,7 +4,8 @@ Each ``Launch`` is an ``extern "C" __global__`` function (unmangled, so that the
 finds it by name) whose threads cover the grid with grid-stride loops; the innermost
 parallel loop is on ``threadIdx.x``. Internal functions (a ParLoop's kernel) are
 ``__device__`` functions returning their status. NVRTC has no C library headers: the
-prelude defines the fixed-width integer types and the constants the C printer uses.
+prelude defines the fixed-width integer types and the constants the C printer uses, and,
+for kernels on complex numbers, a complex struct with C99's/Numba's arithmetic (``COMPLEX``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 
 import numpy as np
 
+from .. import dtypes
 from ..ir import kernel as k
 from ..passes.platforms.cuda import STATUS_POINTER, Launch, LaunchPlan, grid_index
 from .c import helper_source, index_helpers
@@ -140,6 +142,267 @@ template <class T> SK_DEVICE T sk_warp_max(T v) {
 }
 """
 
+#: Complex numbers, in the prelude of a source that uses them. NVRTC has no <complex> (and
+#: CuPy's headers need not be findable): a struct with NumPy's layout (real, imaginary;
+#: aligned as C99's complex, so as NumPy's arrays) and operators with the arithmetic of
+#: Numba and CPython: a product rounds each of its four products and does not contract
+#: them (--fmad=false), a quotient is Smith's algorithm as CPython's _Py_c_quot divides.
+#: Where both parts of a result came out NaN from infinite operands or a zero divisor, C99
+#: Annex G's values are recovered as libgcc's __muldc3/__divdc3 do (the "c" backend's).
+COMPLEX = """\
+template <class T> struct sk_complex {
+    T re, im;
+    sk_complex() = default;
+    SK_DEVICE sk_complex(T r, T i = 0) : re(r), im(i) {}
+    template <class U> SK_DEVICE explicit sk_complex(const sk_complex<U> &z)
+        : re((T)z.re), im((T)z.im) {}
+};
+typedef sk_complex<float> sk_c64;
+typedef sk_complex<double> sk_c128;
+template <class T> SK_DEVICE sk_complex<T> operator+(sk_complex<T> a, sk_complex<T> b) {
+    return sk_complex<T>(a.re + b.re, a.im + b.im);
+}
+template <class T> SK_DEVICE sk_complex<T> operator-(sk_complex<T> a, sk_complex<T> b) {
+    return sk_complex<T>(a.re - b.re, a.im - b.im);
+}
+template <class T> SK_DEVICE sk_complex<T> operator-(sk_complex<T> a) {
+    return sk_complex<T>(-a.re, -a.im);
+}
+template <class T> SK_DEVICE sk_complex<T> operator*(sk_complex<T> z, sk_complex<T> w) {
+    T a = z.re, b = z.im, c = w.re, d = w.im;
+    T ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+    T x = ac - bd, y = ad + bc;
+    if (isnan(x) && isnan(y)) {  /* C99 Annex G: an infinite operand gives an infinity */
+        bool recalc = false;
+        if (isinf(a) || isinf(b)) {
+            a = copysign((T)(isinf(a) ? 1 : 0), a);
+            b = copysign((T)(isinf(b) ? 1 : 0), b);
+            if (isnan(c)) c = copysign((T)0, c);
+            if (isnan(d)) d = copysign((T)0, d);
+            recalc = true;
+        }
+        if (isinf(c) || isinf(d)) {
+            c = copysign((T)(isinf(c) ? 1 : 0), c);
+            d = copysign((T)(isinf(d) ? 1 : 0), d);
+            if (isnan(a)) a = copysign((T)0, a);
+            if (isnan(b)) b = copysign((T)0, b);
+            recalc = true;
+        }
+        if (!recalc && (isinf(ac) || isinf(bd) || isinf(ad) || isinf(bc))) {
+            if (isnan(a)) a = copysign((T)0, a);
+            if (isnan(b)) b = copysign((T)0, b);
+            if (isnan(c)) c = copysign((T)0, c);
+            if (isnan(d)) d = copysign((T)0, d);
+            recalc = true;
+        }
+        if (recalc) {
+            x = (T)INFINITY * (a * c - b * d);
+            y = (T)INFINITY * (a * d + b * c);
+        }
+    }
+    return sk_complex<T>(x, y);
+}
+template <class T> SK_DEVICE sk_complex<T> operator/(sk_complex<T> z, sk_complex<T> w) {
+    T a = z.re, b = z.im, c = w.re, d = w.im, x, y;
+    if (fabs(c) < fabs(d)) {
+        T ratio = c / d, denom = c * ratio + d;
+        x = (a * ratio + b) / denom;
+        y = (b * ratio - a) / denom;
+    } else {
+        T ratio = d / c, denom = c + d * ratio;
+        x = (a + b * ratio) / denom;
+        y = (b - a * ratio) / denom;
+    }
+    if (isnan(x) && isnan(y)) {  /* C99 Annex G: zero divisors and infinities */
+        if (c == 0 && d == 0 && (!isnan(a) || !isnan(b))) {
+            x = copysign((T)INFINITY, c) * a;
+            y = copysign((T)INFINITY, c) * b;
+        } else if ((isinf(a) || isinf(b)) && isfinite(c) && isfinite(d)) {
+            a = copysign((T)(isinf(a) ? 1 : 0), a);
+            b = copysign((T)(isinf(b) ? 1 : 0), b);
+            x = (T)INFINITY * (a * c + b * d);
+            y = (T)INFINITY * (b * c - a * d);
+        } else if ((isinf(c) || isinf(d)) && isfinite(a) && isfinite(b)) {
+            c = copysign((T)(isinf(c) ? 1 : 0), c);
+            d = copysign((T)(isinf(d) ? 1 : 0), d);
+            x = (T)0 * (a * c + b * d);
+            y = (T)0 * (b * c - a * d);
+        }
+    }
+    return sk_complex<T>(x, y);
+}
+template <class T> SK_DEVICE bool operator==(sk_complex<T> a, sk_complex<T> b) {
+    return a.re == b.re && a.im == b.im;
+}
+template <class T> SK_DEVICE bool operator!=(sk_complex<T> a, sk_complex<T> b) {
+    return a.re != b.re || a.im != b.im;
+}
+template <class T> SK_DEVICE bool operator!(sk_complex<T> a) { return a.re == 0 && a.im == 0; }
+template <class T> SK_DEVICE sk_complex<T> &operator+=(sk_complex<T> &a, sk_complex<T> b) {
+    return a = a + b;
+}
+template <class T> SK_DEVICE sk_complex<T> &operator-=(sk_complex<T> &a, sk_complex<T> b) {
+    return a = a - b;
+}
+template <class T> SK_DEVICE sk_complex<T> &operator*=(sk_complex<T> &a, sk_complex<T> b) {
+    return a = a * b;
+}
+template <class T> SK_DEVICE sk_complex<T> &operator/=(sk_complex<T> &a, sk_complex<T> b) {
+    return a = a / b;
+}
+/* abs() as NumPy's npy_cabs and Numba's: hypot (libdevice's, within its ulp bound) */
+template <class T> SK_DEVICE T sk_cabs(sk_complex<T> a) { return hypot(a.re, a.im); }
+/* exp() as glibc's cexp computes it (NumPy's np.exp of a complex number calls it): the
+   finite case scaled past the overflow threshold, C99 Annex G's special values */
+template <class T> struct sk_limits;
+template <> struct sk_limits<double> {
+    static SK_DEVICE double min() { return 2.2250738585072014e-308; }
+    static SK_DEVICE double max() { return 1.7976931348623157e308; }
+    static SK_DEVICE int exp_threshold() { return 709; }  /* (int)((DBL_MAX_EXP - 1) ln 2) */
+    static SK_DEVICE int mant_dig() { return 53; }
+};
+template <> struct sk_limits<float> {
+    static SK_DEVICE float min() { return 1.17549435e-38f; }
+    static SK_DEVICE float max() { return 3.40282347e38f; }
+    static SK_DEVICE int exp_threshold() { return 88; }
+    static SK_DEVICE int mant_dig() { return 24; }
+};
+template <class T> SK_DEVICE sk_complex<T> sk_cexp(sk_complex<T> z) {
+    T x = z.re, y = z.im;
+    if (isfinite(x)) {
+        if (!isfinite(y)) return sk_complex<T>((T)NAN, (T)NAN);
+        T s = y, c = 1;
+        if (fabs(y) > sk_limits<T>::min()) {
+            s = sin(y);
+            c = cos(y);
+        }
+        const int t = sk_limits<T>::exp_threshold();
+        if (x > t) {
+            T exp_t = exp((T)t);
+            x -= t;
+            s *= exp_t;
+            c *= exp_t;
+            if (x > t) {
+                x -= t;
+                s *= exp_t;
+                c *= exp_t;
+            }
+        }
+        if (x > t) return sk_complex<T>(sk_limits<T>::max() * c, sk_limits<T>::max() * s);
+        T e = exp(x);
+        return sk_complex<T>(e * c, e * s);
+    }
+    if (isinf(x)) {
+        if (isfinite(y)) {
+            T value = signbit(x) ? (T)0 : (T)INFINITY;
+            if (y == 0) return sk_complex<T>(value, y);
+            T s = y, c = 1;
+            if (fabs(y) > sk_limits<T>::min()) {
+                s = sin(y);
+                c = cos(y);
+            }
+            return sk_complex<T>(copysign(value, c), copysign(value, s));
+        }
+        if (!signbit(x)) return sk_complex<T>((T)INFINITY, y - y);
+        return sk_complex<T>((T)0, copysign((T)0, y));
+    }
+    return sk_complex<T>((T)NAN, y == 0 ? y : (T)NAN);
+}
+/* sqrt() as glibc's csqrt computes it (NumPy's np.sqrt of a complex number calls it):
+   d = hypot(x, y) with scaling near overflow and underflow, the identity
+   2 Re(r) Im(r) = y against cancellation in d -/+ x, Annex G's special values */
+template <class T> SK_DEVICE sk_complex<T> sk_csqrt(sk_complex<T> z) {
+    T x = z.re, y = z.im;
+    if (!isfinite(x) || !isfinite(y)) {
+        if (isinf(y)) return sk_complex<T>((T)INFINITY, y);
+        if (isinf(x)) {
+            if (x < 0) return sk_complex<T>(isnan(y) ? (T)NAN : (T)0, copysign((T)INFINITY, y));
+            return sk_complex<T>(x, isnan(y) ? (T)NAN : copysign((T)0, y));
+        }
+        return sk_complex<T>((T)NAN, (T)NAN);
+    }
+    const T tiny = sk_limits<T>::min(), huge = sk_limits<T>::max();
+    if (y == 0) {
+        if (x < 0) return sk_complex<T>((T)0, copysign(sqrt(-x), y));
+        return sk_complex<T>(fabs(sqrt(x)), copysign((T)0, y));
+    }
+    if (x == 0) {
+        T r = fabs(y) >= 2 * tiny ? sqrt((T)0.5 * fabs(y)) : (T)0.5 * sqrt(2 * fabs(y));
+        return sk_complex<T>(r, copysign(r, y));
+    }
+    int scale = 0;
+    if (fabs(x) > huge / 4) {
+        scale = 1;
+        x = scalbn(x, -2);
+        y = scalbn(y, -2);
+    } else if (fabs(y) > huge / 4) {
+        scale = 1;
+        x = fabs(x) >= 4 * tiny ? scalbn(x, -2) : (T)0;
+        y = scalbn(y, -2);
+    } else if (fabs(x) < 2 * tiny && fabs(y) < 2 * tiny) {
+        scale = -((sk_limits<T>::mant_dig() + 1) / 2);
+        x = scalbn(x, -2 * scale);
+        y = scalbn(y, -2 * scale);
+    }
+    T d = hypot(x, y), r, s;
+    if (x > 0) {
+        r = sqrt((T)0.5 * (d + x));
+        if (scale == 1 && fabs(y) < 1) {
+            s = y / r;
+            r = scalbn(r, scale);
+            scale = 0;
+        } else {
+            s = (T)0.5 * (y / r);
+        }
+    } else {
+        s = sqrt((T)0.5 * (d - x));
+        if (scale == 1 && fabs(x) < 1) {
+            r = fabs(y / s);
+            s = scalbn(s, scale);
+            scale = 0;
+        } else {
+            r = fabs((T)0.5 * (y / s));
+        }
+    }
+    if (scale) {
+        r = scalbn(r, scale);
+        s = scalbn(s, scale);
+    }
+    return sk_complex<T>(r, copysign(s, y));
+}
+SK_DEVICE bool sk_isnan_c64(sk_c64 a) { return isnan(a.re) || isnan(a.im); }
+SK_DEVICE bool sk_isnan_c128(sk_c128 a) { return isnan(a.re) || isnan(a.im); }
+SK_DEVICE bool sk_isinf_c64(sk_c64 a) { return isinf(a.re) || isinf(a.im); }
+SK_DEVICE bool sk_isinf_c128(sk_c128 a) { return isinf(a.re) || isinf(a.im); }
+SK_DEVICE bool sk_isfinite_c64(sk_c64 a) { return isfinite(a.re) && isfinite(a.im); }
+SK_DEVICE bool sk_isfinite_c128(sk_c128 a) { return isfinite(a.re) && isfinite(a.im); }
+/* a reduction of a complex Global: each part on its own (the parts' sums are independent) */
+SK_DEVICE void sk_atomic_add_c64(sk_c64 *p, sk_c64 v) {
+    atomicAdd(&p->re, v.re);
+    atomicAdd(&p->im, v.im);
+}
+SK_DEVICE void sk_atomic_add_c128(sk_c128 *p, sk_c128 v) {
+    atomicAdd(&p->re, v.re);
+    atomicAdd(&p->im, v.im);
+}
+template <> SK_DEVICE sk_c64 sk_warp_add(sk_c64 v) {
+    for (int o = SK_WARP / 2; o > 0; o /= 2) {
+        v.re += __shfl_down_sync(0xffffffffu, v.re, o);
+        v.im += __shfl_down_sync(0xffffffffu, v.im, o);
+    }
+    return v;
+}
+template <> SK_DEVICE sk_c128 sk_warp_add(sk_c128 v) {
+    for (int o = SK_WARP / 2; o > 0; o /= 2) {
+        v.re += __shfl_down_sync(0xffffffffu, v.re, o);
+        v.im += __shfl_down_sync(0xffffffffu, v.im, o);
+    }
+    return v;
+}
+"""
+#: the names of the complex types, in the source of a kernel that uses them
+COMPLEX_TYPES = {dtypes.COMPLEX64: "sk_c64", dtypes.COMPLEX128: "sk_c128"}
+
 
 class CudaPrinter(CFamilyPrinter):
     """Prints CUDA-platform-lowered kernel IR."""
@@ -149,8 +412,11 @@ class CudaPrinter(CFamilyPrinter):
     internal_qualifier = "SK_DEVICE"
     return_type = "void"
 
+    def ctype(self, t: np.dtype) -> str:
+        return COMPLEX_TYPES.get(t) or super().ctype(t)
+
     def complex_literal(self, re: str, im: str, t: np.dtype) -> str:
-        raise TypeError("the CUDA backend has no complex types")
+        return f"{COMPLEX_TYPES[t]}({re}, {im})"
 
     def signature(self, kf: k.KernelFunction) -> str:
         params = ", ".join(self.param(p) for p in kf.params)
@@ -223,7 +489,10 @@ def plan_source(plan: LaunchPlan, internal: tuple[k.KernelFunction, ...] = ()) -
         parts += [printer.launch(launch, status), ""]
     helpers = []
     for op, t in sorted(printer.helpers, key=lambda h: (h[0], str(h[1]))):
+        if dtypes.is_complex(t):
+            continue  # the complex prelude defines them
         src = helper_source(op, t)
         if src:
             helpers.append(src.replace("static inline", "SK_DEVICE"))
-    return "\n".join([PRELUDE, *helpers, "", *parts])
+    uses_complex = any(re.search(r"\bsk_c(64|128)\b", part) for part in parts)
+    return "\n".join([PRELUDE, *([COMPLEX] if uses_complex else []), *helpers, "", *parts])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import config, dtypes
 from ..ir import kernel as k
 from ..passes.platforms.opencl import OPENCL_PLATFORM, Launch, LaunchPlan
 from . import c as cgen
@@ -27,7 +27,7 @@ PRELUDE = """\
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
-#pragma OPENCL FP_CONTRACT OFF
+#pragma OPENCL FP_CONTRACT SK_FP_CONTRACT
 typedef char int8_t;
 typedef uchar uint8_t;
 typedef short int16_t;
@@ -156,7 +156,10 @@ class OpenCLPrinter(CFamilyPrinter):
         return "\n".join(lines)
 
     def prelude(self) -> str:
-        parts = [PRELUDE]
+        # contraction only where the building stencil asked for fast_math (PoCL contracts
+        # a * b + c by default, whatever the build options say)
+        contract = "ON" if config.fast_math() else "OFF"
+        parts = [PRELUDE.replace("SK_FP_CONTRACT", contract)]
         for op, t in sorted(self.helpers, key=lambda h: (h[0], str(h[1]))):
             text = cgen.helper_source(op, t)
             if text:

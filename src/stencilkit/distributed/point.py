@@ -184,7 +184,8 @@ def _twin(st: PointStencil) -> PointStencil:
         cval = st.cval if border_modes.any_constant(st.mode) else None
         twin = _twins[st] = PointStencil(
             st.func, neighborhood=st.explicit_neighborhood, cval=cval,
-            standard_indexing=st.standard_indexing, backend=st.backend, mode="constant")
+            standard_indexing=st.standard_indexing, backend=st.backend, mode="constant",
+            fast_math=st.fast_math)
     return twin
 
 

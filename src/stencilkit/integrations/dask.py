@@ -267,7 +267,8 @@ def constant_twin(st):
         # with cval where some axis is "constant": the twin's border along it is the call's
         cval = st.cval if border_modes.any_constant(st.mode) else None
         twin = PointStencil(st.func, neighborhood=st.explicit_neighborhood, cval=cval,
-                            standard_indexing=st.standard_indexing, backend=st.backend)
+                            standard_indexing=st.standard_indexing, backend=st.backend,
+                            fast_math=st.fast_math)
         twin.__name__ = st.__name__
         _TWINS[st] = twin
     return twin

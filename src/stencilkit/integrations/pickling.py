@@ -211,7 +211,8 @@ def reduce_point(st) -> tuple:
     from .dask import border_mode
 
     options = {"neighborhood": st.explicit_neighborhood, "cval": st.cval,
-               "standard_indexing": st.standard_indexing, "backend": st.backend}
+               "standard_indexing": st.standard_indexing, "backend": st.backend,
+               "fast_math": st.fast_math}
     mode = border_mode(st)
     if mode != "constant":
         options["func_or_mode"] = mode
@@ -236,7 +237,8 @@ def rebuild_point(key: str, func: FunctionType, options: dict, name: str):
 def reduce_computation(comp) -> tuple:
     """``ComputationStencil.__reduce__``: its definition by source, backend, externals and
     dtypes (externals that are helpers pickle by source too)."""
-    options = {"backend": comp.backend, "externals": comp.externals, "dtypes": comp.dtypes}
+    options = {"backend": comp.backend, "externals": comp.externals, "dtypes": comp.dtypes,
+               "fast_math": comp.fast_math}
     return _reduced(rebuild_computation, comp, comp.source.namespace, options)
 
 
@@ -264,9 +266,9 @@ def reduce_kernel(kern) -> tuple:
     from ..parloop import Kernel
 
     if kern.func is None:
-        return (Kernel, (kern.code, kern.name, kern.backend))
+        return (Kernel, (kern.code, kern.name, kern.backend, kern.fast_math))
     return (Kernel, (_Rebuilt(*function_payload(kern.func, kern.name)), kern.name,
-                     kern.backend))
+                     kern.backend, kern.fast_math))
 
 
 class _Rebuilt:

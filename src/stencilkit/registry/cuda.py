@@ -6,8 +6,9 @@ nested parallel loops; serial loops around parallel ones run on the host), print
 C-family printer's CUDA hooks (``codegen/cuda.py``). The entry (``runtime/cuda.py``) is
 called like the C entry points, so the shared launchers drive it; it compiles the source for
 the device's compute capability on its first call (``build/cuda.py``: NVRTC, PTX cached on
-disk), so generating source needs no GPU. Complex dtypes are refused (CUDA C++ has no
-complex type the printer could use).
+disk), so generating source needs no GPU. Complex numbers are a struct of the prelude
+(``codegen.cuda.COMPLEX``) with Numba's arithmetic; the math functions libdevice has no
+complex version of are refused with the statement that calls them.
 """
 
 from __future__ import annotations
@@ -18,8 +19,28 @@ import importlib.util
 from .. import dtypes
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
-#: real and integer types: CUDA has no C99 complex
-CUDA_DTYPES = frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t))
+#: every type, complex ones as the prelude's structs
+CUDA_DTYPES = dtypes.SUPPORTED
+
+
+def require_complex_functions(kf, name: str) -> None:
+    """A BackendError naming the statement, where a complex math function that "cuda" does
+    not compute is called (before platform lowering, which would fail on it)."""
+    from ..errors import BackendError
+    from ..passes.platforms.cuda import COMPLEX_FUNCTIONS, unsupported_complex_call
+
+    found = unsupported_complex_call(kf)
+    if found is None:
+        return
+    func, stmt = found
+    where = f" (in: {stmt.source.strip()})" if stmt is not None and stmt.source else ""
+    raise BackendError(
+        f"backend 'cuda' does not compute on complex numbers with {func}(){where}: CUDA's "
+        "libdevice has no complex functions; on the GPU, complex numbers have arithmetic, "
+        f"comparisons and {', '.join(sorted(COMPLEX_FUNCTIONS))}", stencil=name,
+        loc=stmt.loc if stmt is not None else None,
+        hint="use backend='c', 'numba' or 'numpy' for this kernel, or write the function "
+             "with real arithmetic on z.real and z.imag")
 
 
 @functools.cache
@@ -60,6 +81,7 @@ class CudaBackend(Backend):
 
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
+        require_complex_functions(kf, kernel.name)
         plan = CUDA_PLATFORM.plan(kf)
         source = plan_source(plan)
         names = (*kernel.params, OUT, FILL_BORDER, CVAL)
@@ -83,6 +105,7 @@ class CudaBackend(Backend):
         lowering = GpuComputationLowering(defn, sched, layout_of(fields, defn), src)
         kf = lowering.lower_all()
         dump("kernel", defn.name, kernel_ir_text(kf))
+        require_complex_functions(kf, defn.name)
         plan = CUDA_PLATFORM.plan(kf)
         source = plan_source(plan)
         buffers = tuple(lowering.buffers)
@@ -105,6 +128,7 @@ class CudaBackend(Backend):
         assert typed is not None, "C-string kernels are refused by capabilities.c_kernels"
         kf = lpl.KernelLowering(typed, specs, src.line_text, _filename(src)).lower_kernel()
         dump("kernel", name, kernel_ir_text(kf))
+        require_complex_functions(kf, name)
         kernel = CUDA_PLATFORM.lower(kf)  # a __device__ function returning its status
         loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs, atomic,
                                 kf.uses_error_flag).lower()

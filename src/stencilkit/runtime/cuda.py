@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .. import config
 from ..ir import kernel as k
 from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
 from .launch import PointCall, status_error
@@ -193,6 +194,8 @@ class CudaEntry:
         self.names = tuple(names)
         self.writable = writable  # arguments the kernel may write (copied back from device)
         self.name = name
+        # the stencil's option, read now (within its build): the PTX is compiled later
+        self.fast_math = config.fast_math()
         self._functions: dict[str, object] | None = None
         self._arch: str | None = None
         self._module: object = None
@@ -204,7 +207,7 @@ class CudaEntry:
             from ..build.cuda import compile_ptx
 
             self._arch = "sm_" + cp.cuda.Device().compute_capability
-            ptx = compile_ptx(self.source, self._arch, self.name)
+            ptx = compile_ptx(self.source, self._arch, self.name, self.fast_math)
             module = cp.cuda.function.Module()
             module.load(ptx.encode())  # cuModuleLoadData: the driver JIT-compiles the PTX
             self._module = module  # the functions live as long as their module

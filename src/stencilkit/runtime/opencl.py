@@ -25,13 +25,18 @@ from types import ModuleType
 import numpy as np
 
 from ..config import current
+from ..config import fast_math as config_fast_math
 from ..errors import BackendError
 from . import pocl_target
 
-#: Build options: IEEE division and square root in single precision too, and no
-#: contraction into fused multiply-adds (the source also says FP_CONTRACT OFF), so that
-#: results match the NumPy and C backends.
+#: Build options: IEEE division and square root in single precision too. No contraction
+#: into fused multiply-adds: the source says FP_CONTRACT OFF (PoCL contracts a * b + c
+#: without it, whatever the options say), so that results match the NumPy and C backends.
 BUILD_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
+#: ``fast_math=True`` (the source then says FP_CONTRACT ON): contraction and reassociation.
+#: Not -cl-fast-relaxed-math: it implies -cl-finite-math-only, under which isnan() and
+#: comparisons with NaN may be folded away.
+FAST_MATH_OPTIONS = ("-cl-mad-enable", "-cl-unsafe-math-optimizations")
 INSTALL_HINT = "pip install 'stencilkit[opencl]' (PyOpenCL with PoCL's CPU device)"
 
 
@@ -189,8 +194,10 @@ _programs: dict[tuple[int, str, tuple[str, ...]], object] = {}
 
 
 def build_options() -> tuple[str, ...]:
-    """stencilkit's build options, then the configured ones (``opencl_options``)."""
-    return BUILD_OPTIONS + tuple(current().opencl_options)
+    """stencilkit's build options (with the building stencil's ``fast_math``), then the
+    configured ones (``opencl_options``)."""
+    fast = FAST_MATH_OPTIONS if config_fast_math() else ()
+    return BUILD_OPTIONS + fast + tuple(current().opencl_options)
 
 
 def build(source: str, stencil: str) -> object:

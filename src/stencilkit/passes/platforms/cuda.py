@@ -119,8 +119,9 @@ def _names(*nodes: Node) -> set[str]:
 class CudaPlatform(CPlatform):
     """What is left abstract inside one thread's body, as CUDA C++. Parallel loops that did
     not become grid dimensions run serially in the thread; math functions are CUDA's
-    overloaded device functions (``sqrt`` of a float is ``sqrtf``); there are no complex
-    types (the backend refuses complex dtypes)."""
+    overloaded device functions (``sqrt`` of a float is ``sqrtf``); on complex numbers
+    (``codegen.cuda.COMPLEX``) only ``abs``, ``exp``, ``sqrt`` and the NaN/infinity tests
+    (``COMPLEX_FUNCTIONS``: the backend refuses the others before lowering)."""
 
     name = "cuda"
     streaming_stores = False  # a work-item's stores have no row buffer to stream
@@ -161,8 +162,14 @@ class CudaPlatform(CPlatform):
         return (k.SetSym(kf.status, status_constant(code), loc=s.loc, source=s.source),)
 
     def math_call(self, call: k.MathCall) -> k.Expr:
-        e = super().math_call(call)
         a = call.args[0].dtype
+        if dtypes.is_complex(a):
+            if call.func in ("abs", "exp", "sqrt"):
+                return k.CCall(f"sk_c{call.func}", call.args, dtype=call.dtype)
+            if call.func in _TESTS:
+                return k.Op(call.func, call.args, dtype=call.dtype)
+            raise NotImplementedError(f"CUDA: no complex {call.func}")
+        e = super().math_call(call)
         if isinstance(e, k.CCall) and dtypes.is_float(a) and call.func not in _TESTS:
             # libm's per-precision names exist in CUDA too; the overloaded names (sqrt of a
             # float is the float function) read better and pick the same implementation
@@ -173,10 +180,38 @@ class CudaPlatform(CPlatform):
 
 
 CUDA_PLATFORM = CudaPlatform()
+#: The math functions "cuda" computes on complex numbers (libdevice has no complex ones)
+COMPLEX_FUNCTIONS = frozenset({"abs", "exp", "sqrt", *_TESTS})
+
+
+def unsupported_complex_call(kf: k.KernelFunction) -> tuple[str, k.Stmt | None] | None:
+    """(function, innermost statement holding it) of the first math call on a complex number
+    that "cuda" does not compute (``COMPLEX_FUNCTIONS``), in a kernel function before
+    platform lowering; None if there is none."""
+    def refused(n: Node) -> str | None:
+        if isinstance(n, k.MathCall) and n.func not in COMPLEX_FUNCTIONS and any(
+                dtypes.is_complex(a.dtype) for a in n.args):
+            return n.func
+        if isinstance(n, k.Op) and n.op == "powi" and dtypes.is_complex(n.dtype):
+            return "power"
+        return None
+
+    found = next((f for st in kf.body for n in walk(st) if (f := refused(n))), None)
+    if found is None:
+        return None
+    holder: k.Stmt | None = None
+    for st in kf.body:
+        for n in walk(st):  # parents first: the last statement holding it is the innermost
+            if isinstance(n, k.Stmt) and n.loc is not None and any(
+                    refused(x) == found for x in walk(n)):
+                holder = n
+    return found, holder
+
 
 # Atomic read-modify-write helpers of the prelude (codegen.cuda), by operator and type.
 _ATOMIC_TYPES = {"float": "f32", "double": "f64", "int32_t": "int32", "uint32_t": "uint32",
-                 "int64_t": "int64", "uint64_t": "uint64"}
+                 "int64_t": "int64", "uint64_t": "uint64", "float _Complex": "c64",
+                 "double _Complex": "c128"}
 
 
 _WARP_OPS = {"+": "add", "min": "min", "max": "max"}
