@@ -222,7 +222,8 @@ def _unwrapped(obj: object) -> object:
 #: registry module declares the GT4Py names it stands in for).
 BACKEND_NAMES: dict[str, str] = registry.gt4py_names()
 
-# GT4Py options that change how it builds or caches, never the results: accepted, ignored.
+# GT4Py options that change how it builds or caches, never the results: accepted, ignored
+# (but "verbose", which prints the build events as GT4Py does).
 _IGNORED_OPTIONS = {"build_info", "format_source", "name", "rebuild", "cache_settings",
                     "raise_if_not_cached", "verbose", "oir_pipeline", "device_sync",
                     "skip_passes", "literal_int_precision", "literal_float_precision",
@@ -263,6 +264,7 @@ def stencil(backend: str | None = None, definition: FunctionType | None = None, 
                 f"got {func!r}", hint="define `def name(a: Field[float], ...): with "
                                       "computation(PARALLEL), interval(...): ...`")
         comp = ComputationStencil(func, backend=chosen, externals=externals, dtypes=dtypes)
+        comp.verbose = bool(options.get("verbose", False))  # build events on stderr, as GT4Py
         functools.update_wrapper(comp, func, updated=())
         return comp
 

@@ -190,6 +190,24 @@ class ParLoop:
 
     # ------------------------------------------------------------ execution
 
+    def _details(self) -> dict[str, object]:
+        return {"over": f"Set({self.iterset.size})",
+                "args": ", ".join(f"{a.obj.name}({a.mode.value}"
+                                  + (", map" if a.kind != "direct" else "") + ")"
+                                  for a in self.args)}
+
+    def __repr__(self) -> str:
+        from .show import describe
+
+        return describe("ParLoop", self.kernel.func, self.kernel.name, self.backend,
+                        self._details())
+
+    def _repr_html_(self) -> str:
+        from .show import html_table
+
+        return html_table("ParLoop", self.kernel.func, self.kernel.name, self.backend,
+                          self._details())
+
     def compute(self) -> None:
         """Run the loop now (after anything queued before it)."""
         lazy.flush()

@@ -23,6 +23,7 @@ from .distributed.array import involved
 from .errors import ArgumentError, Location, StencilError
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
+from .log import build_event
 from .passes.inline_temporaries import inline_temporaries
 from .passes.pipeline import dump
 from .runtime.computation_args import ComputationArguments
@@ -108,6 +109,25 @@ class ComputationStencil:
                      "their readers:\n" + sch.format_schedule(compiled.definition,
                                                                compiled.schedule))
         return text
+
+    def _details(self) -> dict[str, object]:
+        return {"fields": ", ".join(f.name for f in self.definition.fields),
+                "multistages": len(self.schedule.multistages)
+                if hasattr(self.schedule, "multistages") else None,
+                "fast_math": self.fast_math or None, "builds": len(self._builds) or None}
+
+    def __repr__(self) -> str:
+        from .show import describe
+
+        return describe("ComputationStencil", self.func, self.__name__, self.backend,
+                        self._details())
+
+    def _repr_html_(self) -> str:
+        from .show import html_table
+
+        details = {**self._details(), "extents": self.extents}
+        return html_table("ComputationStencil", self.func, self.__name__, self.backend,
+                          details)
 
     @property
     def extents(self) -> dict[str, c.Extent]:
@@ -381,9 +401,13 @@ class ComputationStencil:
                             tuple({f.dtype for f in self.definition.fields}
                                   | {s.dtype for s in self.definition.scalars}))
             plan = self._plan(backend)
+            started = time.perf_counter()
             with config.building(self.fast_math):
                 built = backend.build_computation(plan.definition, plan.schedule, self.source,
                                                   fields)
+            build_event("computation %r: built for backend %r in %.3f s", self.__name__,
+                        backend.name, time.perf_counter() - started,
+                        verbose=getattr(self, "verbose", False))
             dump("code", f"{self.__name__} [{backend.name}]", built[0])
             self._builds[key] = built
         return built

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from types import FunctionType
 from typing import NamedTuple
 
@@ -25,6 +26,7 @@ from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
 from .ir import border_modes
 from .ir import definition as d
+from .log import build_event
 from .passes import pipeline
 from .passes.lower_point import Layout
 from .runtime.launch import PointCall, check_shapes
@@ -150,6 +152,23 @@ class PointStencil:
         self._exact: tuple[PointCall, tuple] | None = None
         self._last: tuple[str, pipeline.TypedPointKernel, str] | None = None
         self._fast_classes: dict[PointCall, type] = {}
+
+    def _details(self) -> dict[str, object]:
+        return {"mode": self.mode, "neighborhood": self._neighborhood, "cval": self.cval,
+                "dims": self.dims, "fast_math": self.fast_math or None,
+                "specializations": len(self._specs) or None}
+
+    def __repr__(self) -> str:
+        from .show import describe
+
+        return describe("PointStencil", self.func, self.__name__, self.backend,
+                        self._details())
+
+    def _repr_html_(self) -> str:
+        from .show import html_table
+
+        return html_table("PointStencil", self.func, self.__name__, self.backend,
+                          self._details())
 
     def __reduce__(self):
         from .integrations.pickling import reduce_point
@@ -383,9 +402,12 @@ class PointStencil:
         layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
                               for a in args),
                         okey[2] if okey is not None else True)
+        started = time.perf_counter()
         with config.building(self.fast_math):
             source, entry = chosen.build_point(typed, layout, src, out_dtype, types,
                                                mode=self.mode)
+        build_event("point kernel %r: built for backend %r (%s) in %.3f s", name, chosen.name,
+                    ", ".join(str(t) for t in types), time.perf_counter() - started)
         pipeline.dump("code", f"{name} [{chosen.name}]", source)
         self._last = (chosen.name, typed, source)
         self._last_build = (typed, layout, out_dtype, types)

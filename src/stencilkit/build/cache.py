@@ -65,6 +65,7 @@ from filelock import FileLock, Timeout
 from .. import __version__
 from ..config import current
 from ..errors import BackendError
+from ..log import logger
 
 FORMAT = 2
 META = "meta.json"
@@ -491,7 +492,9 @@ def get_or_build(k: str, artifact: str, build: Callable[[Path], None],
         _sweep_staging(r, None)
     hit = _try_load(r, k, artifact, load, discard=False)
     if hit is not _MISS:
+        logger.debug("cache hit: %s of entry %s", artifact, k[:16])
         return hit  # type: ignore[return-value]
+    logger.debug("cache miss: building %s of entry %s", artifact, k[:16])
     try:
         return _build_in(r, k, artifact, build, load)
     except _Unusable as exc:

@@ -1,0 +1,60 @@
+"""Everyday conventions (issue 29): objects that say what they are, a ``stencilkit`` logger
+with build and cache events, GT4Py's ``verbose=True`` honoured."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+import stencilkit as sk
+from stencilkit import PARALLEL, Field, computation, gtscript, interval
+
+
+def smooth(a):
+    return 0.5 * (a[-1] + a[1])
+
+
+def shift(a: Field[float], b: Field[float]):
+    with computation(PARALLEL), interval(...):
+        b = a[1, 0, 0]  # noqa: F841
+
+
+def test_point_stencil_repr():
+    st = sk.stencil("wrap", backend="numpy")(smooth)
+    assert repr(st) == f'<PointStencil: {__name__}.smooth> [backend="numpy", mode=\'wrap\']'
+    st(np.arange(6.0))
+    text = repr(st)
+    assert "neighborhood=((-1, 1),)" in text and "specializations=1" in text
+    page = st._repr_html_()
+    assert "<table>" in page and "wrap" in page and "numpy" in page
+
+
+def test_computation_and_parloop_repr():
+    comp = gtscript.stencil(backend="numpy", definition=shift)
+    assert repr(comp).startswith(f'<ComputationStencil: {__name__}.shift> [backend="numpy"')
+    assert "fields='a, b'" in repr(comp) and "extents" in comp._repr_html_()
+    cells = sk.Set(4, name="cells")
+    d = sk.Dat(cells)
+    loop = sk.ParLoop(sk.Kernel("void one(double *x) { x[0] = 1.0; }", "one"), cells,
+                      d(sk.WRITE), backend="numpy" if sk.backends()["c"].reason else "c")
+    assert repr(loop).startswith("<ParLoop: one> [backend=") and "Set(4)" in repr(loop)
+
+
+def test_build_events_are_logged(caplog):
+    backend = "numpy" if sk.backends()["c"].reason else "c"  # "c": compiled, through the cache
+    st = sk.stencil(backend=backend)(smooth)
+    with caplog.at_level(logging.DEBUG, logger="stencilkit"):
+        st(np.arange(5, dtype=np.int16))  # a signature no other test builds: a cache look-up
+    messages = [r.getMessage() for r in caplog.records if r.name == "stencilkit"]
+    assert any(f"point kernel 'smooth': built for backend '{backend}'" in m for m in messages)
+    assert backend == "numpy" or any(m.startswith("cache ") for m in messages)
+
+
+def test_verbose_prints_build_events(capsys):
+    comp = gtscript.stencil(backend="numpy", definition=shift, verbose=True)
+    comp(np.ones((4, 3, 2)), np.zeros((4, 3, 2)))
+    assert "stencilkit: computation 'shift': built for backend 'numpy'" in capsys.readouterr().err
+    quiet = gtscript.stencil(backend="numpy", definition=shift)
+    quiet(np.ones((4, 3, 2)), np.zeros((4, 3, 2)))
+    assert "stencilkit:" not in capsys.readouterr().err
