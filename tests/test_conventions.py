@@ -58,3 +58,16 @@ def test_verbose_prints_build_events(capsys):
     quiet = gtscript.stencil(backend="numpy", definition=shift)
     quiet(np.ones((4, 3, 2)), np.zeros((4, 3, 2)))
     assert "stencilkit:" not in capsys.readouterr().err
+
+
+def test_close_matches_for_options_and_backends():
+    import pytest
+
+    with pytest.raises(sk.StencilError, match="did you mean 'neighborhood'"):
+        sk.stencil(smooth, neighbourhood=((-1, 1),))
+    with pytest.raises(sk.StencilError, match="did you mean 'externals'"):
+        gtscript.stencil(backend="numpy", definition=shift, external={})
+    with pytest.raises(sk.BackendError, match="did you mean 'numpy'"):
+        gtscript.stencil(backend="numpi", definition=shift)
+    with pytest.raises(sk.BackendError, match="did you mean 'numpy'"):
+        sk.stencil(smooth, backend="NumPy")(np.arange(4.0))

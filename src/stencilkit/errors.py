@@ -52,3 +52,11 @@ class ArgumentError(StencilError):
 
 class BackendError(StencilError):
     """A compiler or device is missing, or compilation failed."""
+
+
+def did_you_mean(word: str, choices: object) -> str:
+    """"; did you mean 'x'?" for the closest of ``choices`` to a misspelt ``word``, or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], 1)  # type: ignore
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -18,7 +18,7 @@ from types import FunctionType
 import numpy as np
 
 from . import dtypes, registry
-from .errors import BackendError, StencilError, StencilSyntaxError
+from .errors import BackendError, StencilError, StencilSyntaxError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -235,7 +235,7 @@ def map_backend(name: str | None) -> str | None:
     if name is None:
         return None
     if name not in BACKEND_NAMES:
-        raise BackendError(f"unknown backend {name!r}",
+        raise BackendError(f"unknown backend {name!r}" + did_you_mean(name, BACKEND_NAMES),
                            hint=f"use one of {sorted(BACKEND_NAMES)}")
     return BACKEND_NAMES[name]
 
@@ -246,7 +246,8 @@ def stencil(backend: str | None = None, definition: FunctionType | None = None, 
     """``gtscript.stencil(backend, definition, externals=, dtypes=)``, also as a decorator."""
     unknown = sorted(set(options) - _IGNORED_OPTIONS)
     if unknown:
-        raise StencilError(f"unknown stencil option(s) {unknown}",
+        raise StencilError(f"unknown stencil option(s) {unknown}" + did_you_mean(
+            unknown[0], ["backend", "definition", "externals", "dtypes", *_IGNORED_OPTIONS]),
                            hint="use backend=, definition=, externals=, dtypes=")
     for precision in ("literal_int_precision", "literal_float_precision"):
         if options.get(precision, 64) != 64:

@@ -20,7 +20,14 @@ from .analysis.neighborhood import Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
 from .distributed.array import involved
-from .errors import ArgumentError, Location, StencilError, StencilSyntaxError, StencilTypeError
+from .errors import (
+    ArgumentError,
+    Location,
+    StencilError,
+    StencilSyntaxError,
+    StencilTypeError,
+    did_you_mean,
+)
 from .frontend.computation import is_computation
 from .frontend.point_kernel import parse_point_kernel
 from .frontend.source import SourceFunction
@@ -527,8 +534,9 @@ def stencil(func_or_mode: object = "constant", **options: object):
                            "per axis") from None
     unknown = sorted(set(options) - _POINT_OPTIONS - _COMPUTATION_OPTIONS)
     if unknown:
-        raise StencilError(f"unknown stencil option(s) {unknown}",
-                           hint=f"use {sorted(_POINT_OPTIONS | _COMPUTATION_OPTIONS)}")
+        known = _POINT_OPTIONS | _COMPUTATION_OPTIONS
+        raise StencilError(f"unknown stencil option(s) {unknown}"
+                           + did_you_mean(unknown[0], known), hint=f"use {sorted(known)}")
     options.pop("func_or_mode", None)
 
     def wrap(f: object):
