@@ -3,10 +3,15 @@
 ``STENCILKIT_CUDA_EMULATOR=1`` (read by conftest.py) installs it: the CUDA source is compiled
 by the host C++ compiler with a shim that defines CUDA's qualifiers, built-in variables and
 atomics; each launch runs every thread of its grid one after the other (so atomics are
-trivially indivisible, and races go unseen); CuPy is replaced by NumPy (``asarray`` copies,
-as a transfer to the device does). Everything else is the backend's own code: the launch
-plan, the grid sizes, the argument binding, the host loops, the status word, the copies
-back. What it cannot show: timing, coalescing, real concurrency, NVRTC/driver behaviour.
+trivially indivisible), the last thread first (a launch whose threads depend on each other
+then reads values from before the launch, as a GPU's would); a ``const T *__restrict__``
+parameter reads a snapshot of its memory taken at launch (what a GPU's non-coherent
+``ld.global.nc`` loads may return when the same memory is written through another
+parameter; ``READ_ONLY_LOADS = "live"`` reads the memory as it is instead); CuPy is
+replaced by NumPy (``asarray`` copies, as a transfer to the device does). Everything else is
+the backend's own code: the launch plan, the grid sizes, the argument binding, the host
+loops, the status word, the copies back. What it cannot show: timing, coalescing, real
+concurrency, NVRTC/driver behaviour.
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ _CTYPES = {"b1": ctypes.c_bool, "i1": ctypes.c_int8, "u1": ctypes.c_uint8,
            "u4": ctypes.c_uint32, "i8": ctypes.c_int64, "u8": ctypes.c_uint64,
            "f4": ctypes.c_float, "f8": ctypes.c_double}
 _built: dict[str, ctypes.CDLL] = {}
+#: what a ``const T *__restrict__`` parameter reads: "snapshot" (its memory at launch, as a
+#: non-coherent load may return) or "live" (the memory as it is, as a coherent load returns).
+#: A GPU may do either when another parameter writes the same memory; tests that must hold
+#: on a GPU run in both.
+READ_ONLY_LOADS = "snapshot"
 _dir = Path(tempfile.mkdtemp(prefix="stencilkit-cuda-emulator-"))
 
 
@@ -63,13 +73,16 @@ def _driver(launch, printer) -> str:
         f'extern "C" void emulate_{launch.name}({", ".join(params)}, unsigned emu_gx, '
         "unsigned emu_gy, unsigned emu_gz, unsigned emu_bx, unsigned emu_by, unsigned emu_bz) {",
         "    gridDim = {emu_gx, emu_gy, emu_gz}; blockDim = {emu_bx, emu_by, emu_bz};",
-        "    for (unsigned emu_z = 0; emu_z < emu_gz; ++emu_z)",
-        "    for (unsigned emu_y = 0; emu_y < emu_gy; ++emu_y)",
-        "    for (unsigned emu_x = 0; emu_x < emu_gx; ++emu_x) {",
+        # the last thread first: threads of a launch have no order, and one that reads what
+        # a lower-numbered thread writes (a dependence the launch plan must not split into
+        # threads) then reads the value from before the launch, as on a GPU
+        "    for (unsigned emu_z = emu_gz; emu_z-- > 0;)",
+        "    for (unsigned emu_y = emu_gy; emu_y-- > 0;)",
+        "    for (unsigned emu_x = emu_gx; emu_x-- > 0;) {",
         "        blockIdx = {emu_x, emu_y, emu_z};",
-        "        for (unsigned emu_k = 0; emu_k < emu_bz; ++emu_k)",
-        "        for (unsigned emu_j = 0; emu_j < emu_by; ++emu_j)",
-        "        for (unsigned emu_i = 0; emu_i < emu_bx; ++emu_i) {",
+        "        for (unsigned emu_k = emu_bz; emu_k-- > 0;)",
+        "        for (unsigned emu_j = emu_by; emu_j-- > 0;)",
+        "        for (unsigned emu_i = emu_bx; emu_i-- > 0;) {",
         "            threadIdx = {emu_i, emu_j, emu_k};",
         f"            {launch.name}({', '.join(args)});",
         "        }",
@@ -94,18 +107,46 @@ def _library(source: str, plan) -> ctypes.CDLL:
     return _built[key]
 
 
+def _span(a: np.ndarray) -> tuple[int, int]:
+    """The addresses [first, last) of the elements of ``a`` (not empty)."""
+    lo = a.ctypes.data + sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+    hi = a.ctypes.data + sum(max(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+    return lo, hi + a.itemsize
+
+
+def _snapshot(a: np.ndarray, keep: list) -> int:
+    """The address to pass for ``a`` read through a ``const T *__restrict__`` parameter: a
+    copy of its memory taken at launch, which is what a non-coherent ``ld.global.nc`` load may
+    return on a GPU when the same memory is also written during the launch."""
+    if a.size == 0:
+        return a.ctypes.data
+    lo, hi = _span(a)
+    copy = np.frombuffer(ctypes.string_at(lo, hi - lo), dtype=np.uint8).copy()
+    keep.append(copy)
+    return copy.ctypes.data + (a.ctypes.data - lo)
+
+
 def _functions(self) -> dict[str, object]:
+    from stencilkit.ir import kernel as k
+
     lib = _library(self.source, self.plan)
     out = {}
     for launch in self.plan.launches():
         fn = getattr(lib, f"emulate_{launch.name}")
-        kinds = [None if p.pointer else _CTYPES[np.dtype(p.dtype).str[1:]]
-                 for p in launch.params]
+        kinds = [("const" if p.has(k.ReadOnly) and p.has(k.Restrict) else None)
+                 if p.pointer else _CTYPES[np.dtype(p.dtype).str[1:]] for p in launch.params]
 
         def call(grid, block, args, fn=fn, kinds=kinds):
-            c_args = []
+            c_args, keep = [], []
             for kind, a in zip(kinds, args[:-1]):
-                c_args.append(ctypes.c_void_p(a.ctypes.data) if kind is None else kind(a.item()))
+                if kind is None:
+                    c_args.append(ctypes.c_void_p(a.ctypes.data))
+                elif kind == "const" and READ_ONLY_LOADS == "snapshot":
+                    c_args.append(ctypes.c_void_p(_snapshot(a, keep)))
+                elif kind == "const":
+                    c_args.append(ctypes.c_void_p(a.ctypes.data))
+                else:
+                    c_args.append(kind(a.item()))
             c_args.append(ctypes.c_void_p(args[-1].ctypes.data))
             fn(*c_args, *(ctypes.c_uint(v) for v in (*grid, *block)))
         out[launch.name] = call

@@ -12,6 +12,7 @@ complex type the printer could use).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 
@@ -50,11 +51,15 @@ class CudaBackend(Backend):
         from ..codegen.cuda import plan_source
         from ..passes import pipeline
         from ..passes.lower_point import CVAL, FILL_BORDER, OUT
+        from ..passes.parallel_nests import mark_parallel_nests
         from ..passes.platforms.cuda import CUDA_PLATFORM
         from ..runtime.cuda import CudaEntry
 
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
+        # the loops a thread per point may run: marked parallel (the platform makes grid
+        # dimensions of marked loops only)
+        kf = dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params))
         plan = CUDA_PLATFORM.plan(kf)
         source = plan_source(plan)
         names = (*kernel.params, OUT, FILL_BORDER, CVAL)
