@@ -153,8 +153,24 @@ def _functions(self) -> dict[str, object]:
     return out
 
 
+def _cupy_fill_value(value: object) -> None:
+    """CuPy's rule: ``fill`` (and so an assignment of anything but a device array) takes a
+    scalar; a host array is refused, never copied implicitly."""
+    if isinstance(value, np.ndarray) and not isinstance(value, DeviceArray) and value.ndim:
+        raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
+
+
 class DeviceArray(np.ndarray):
-    """The emulator's "device" array: host memory that says it is on a GPU."""
+    """The emulator's "device" array: host memory that says it is on a GPU. Assignments
+    and ``fill`` take scalars and device arrays only, as CuPy's do."""
+
+    def fill(self, value: object) -> None:
+        _cupy_fill_value(value)
+        super().fill(value)
+
+    def __setitem__(self, key: object, value: object) -> None:
+        _cupy_fill_value(value)
+        super().__setitem__(key, value)
 
     @property
     def __cuda_array_interface__(self) -> dict:
