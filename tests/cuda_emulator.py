@@ -8,7 +8,9 @@ then reads values from before the launch, as a GPU's would); a ``const T *__rest
 parameter reads a snapshot of its memory taken at launch (what a GPU's non-coherent
 ``ld.global.nc`` loads may return when the same memory is written through another
 parameter; ``READ_ONLY_LOADS = "live"`` reads the memory as it is instead); CuPy is
-replaced by NumPy (``asarray`` copies, as a transfer to the device does). Everything else is
+replaced by NumPy (``asarray`` copies, as a transfer to the device does; each "device"
+allocation is exact and ends at a guard page, so that a kernel reading past the end of an
+array crashes the test loudly, as it kills the CUDA context on a GPU). Everything else is
 the backend's own code: the launch plan, the grid sizes, the argument binding, the host
 loops, the status word, the copies back. What it cannot show: timing, coalescing, real
 concurrency, NVRTC/driver behaviour.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import hashlib
+import mmap
 import subprocess
 import tempfile
 import types
@@ -121,7 +124,8 @@ def _snapshot(a: np.ndarray, keep: list) -> int:
     if a.size == 0:
         return a.ctypes.data
     lo, hi = _span(a)
-    copy = np.frombuffer(ctypes.string_at(lo, hi - lo), dtype=np.uint8).copy()
+    copy = device_empty(hi - lo, np.uint8)  # guarded as the memory it copies
+    ctypes.memmove(copy.ctypes.data, lo, hi - lo)
     keep.append(copy)
     return copy.ctypes.data + (a.ctypes.data - lo)
 
@@ -193,16 +197,52 @@ class DLPackOnly:
         raise AssertionError("the emulator has no DLPack capsules: from_dlpack views memory")
 
 
+_PAGE = mmap.PAGESIZE
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def device_empty(shape: object, dtype: object = float) -> DeviceArray:
+    """A "device allocation" of exactly its bytes, ending where a page that may not be
+    touched begins: a kernel that reads or writes past the end of a device array (any
+    element of an empty one) dies with SIGSEGV instead of reading a neighbour's memory
+    unseen. (On a GPU the same access is cudaErrorIllegalAddress, which poisons the
+    process's CUDA context.) C-contiguous, as CuPy's allocations are."""
+    dtype = np.dtype(dtype)
+    shape = (int(shape),) if np.isscalar(shape) else tuple(int(n) for n in shape)  # type: ignore
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    pages = -(-nbytes // _PAGE)
+    memory = mmap.mmap(-1, (pages + 1) * _PAGE)
+    raw = np.frombuffer(memory, np.uint8)  # keeps the mapping alive as long as the array
+    guard = raw.ctypes.data + pages * _PAGE
+    if _libc.mprotect(ctypes.c_void_p(guard), ctypes.c_size_t(_PAGE), 0) != 0:  # PROT_NONE
+        raise OSError(ctypes.get_errno(), "mprotect of the emulator's guard page failed")
+    start = pages * _PAGE - nbytes
+    return raw[start:start + nbytes].view(dtype).reshape(shape).view(DeviceArray)
+
+
+def _device_copy(a: object) -> DeviceArray:
+    host = np.asarray(a)
+    out = device_empty(host.shape, host.dtype)
+    np.copyto(out.view(np.ndarray), host)
+    return out
+
+
+def _device_zeros(shape: object, dtype: object = float) -> DeviceArray:
+    out = device_empty(shape, dtype)
+    out.view(np.ndarray)[...] = 0
+    return out
+
+
 def _fake_cupy() -> types.ModuleType:
     device = types.SimpleNamespace(compute_capability="90")
     fake = types.ModuleType("cupy")
     fake.__dict__.update(
         ndarray=DeviceArray,
         # a "transfer": never the caller's memory
-        asarray=lambda a: np.array(a, copy=True).view(DeviceArray),
+        asarray=_device_copy,
         asnumpy=lambda a: np.array(a).view(np.ndarray),
-        zeros=lambda *a, **kw: np.zeros(*a, **kw).view(DeviceArray),
-        empty=lambda *a, **kw: np.empty(*a, **kw).view(DeviceArray),
+        zeros=_device_zeros,
+        empty=device_empty,
         from_dlpack=lambda a: a.memory,  # the same memory (a DLPackOnly's)
         int32=np.int32,
         cuda=types.SimpleNamespace(Device=lambda: device),

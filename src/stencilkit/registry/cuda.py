@@ -54,6 +54,7 @@ class CudaBackend(Backend):
         from ..passes.parallel_nests import mark_parallel_nests
         from ..passes.platforms.cuda import CUDA_PLATFORM
         from ..runtime.cuda import CudaEntry
+        from ..runtime.launch import standard_arrays
 
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
@@ -63,7 +64,8 @@ class CudaBackend(Backend):
         plan = CUDA_PLATFORM.plan(kf)
         source = plan_source(plan)
         names = (*kernel.params, OUT, FILL_BORDER, CVAL)
-        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name)
+        standard = standard_arrays(kernel, types, typed.neighborhood.border, mode)
+        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name, standard)
 
     def computation_key(self, fields, defn):
         from ..passes.lower_computation import layout_of
