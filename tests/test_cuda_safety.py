@@ -115,6 +115,32 @@ def test_device_out_sharing_memory_with_an_input(emulated, monkeypatch, loads):
     np.testing.assert_array_equal(np.asarray(b), expected)
 
 
+@sk.kernel
+def _shift(y, x):
+    y[0] = x[0] + 1.0
+
+
+@needs_gxx
+def test_device_dats_sharing_memory_with_a_written_one_are_refused(emulated):
+    """Dats built on device arrays keep the caller's memory: a written one sharing it with
+    another argument is refused before the launch (each is a ``__restrict__`` parameter,
+    the read one ``const``), as computations refuse overlapping written fields."""
+    from .cuda_emulator import device_empty
+
+    s = sk.Set(5)
+    mem = device_empty(10)
+    mem[...] = 0.0
+    for x in (mem[:5], mem[2:7]):  # the same memory, an overlapping view
+        with pytest.raises(sk.ArgumentError, match="shares device memory") as info:
+            sk.par_loop(_shift, s, sk.Dat(s, data=mem[:5])(sk.WRITE), sk.Dat(s, data=x)(sk.READ),
+                        backend="cuda")
+        assert "_shift" in str(info.value)
+    np.testing.assert_array_equal(np.asarray(mem), 0.0)  # nothing ran
+    sk.par_loop(_shift, s, sk.Dat(s, data=mem[:5])(sk.WRITE), sk.Dat(s, data=mem[5:])(sk.READ),
+                backend="cuda")  # adjacent, not overlapping
+    np.testing.assert_array_equal(np.asarray(mem), [1.0] * 5 + [0.0] * 5)
+
+
 @needs_gxx
 def test_emulator_reads_const_restrict_parameters_from_a_snapshot(emulated):
     """The emulator's model of ``ld.global.nc``: a read-only parameter whose memory another
