@@ -3,14 +3,21 @@
 ``STENCILKIT_CUDA_EMULATOR=1`` (read by conftest.py) installs it: the CUDA source is compiled
 by the host C++ compiler with a shim that defines CUDA's qualifiers, built-in variables and
 atomics; each launch runs every thread of its grid one after the other (so atomics are
-trivially indivisible, and races go unseen); CuPy is replaced by NumPy (``asarray`` copies,
-as a transfer to the device does). Everything else is the backend's own code: the launch
-plan, the grid sizes, the argument binding, the host loops, the status word, the copies
-back. NVRTC's contraction is modelled: a kernel built with ``fast_math=True`` (NVRTC
-``--fmad=true``) is compiled with ``-O2 -mfma -ffp-contract=fast`` where the host has FMA, one
-built without it with ``-ffp-contract=off`` (``--fmad=false``). What it cannot show: timing,
-coalescing, real concurrency, NVRTC/driver behaviour, libdevice's math functions (the host's
-libm computes them here).
+trivially indivisible), the last thread first (a launch whose threads depend on each other
+then reads values from before the launch, as a GPU's would); a ``const T *__restrict__``
+parameter reads a snapshot of its memory taken at launch (what a GPU's non-coherent
+``ld.global.nc`` loads may return when the same memory is written through another
+parameter; ``READ_ONLY_LOADS = "live"`` reads the memory as it is instead); CuPy is
+replaced by NumPy (``asarray`` copies, as a transfer to the device does; each "device"
+allocation is exact and ends at a guard page, so that a kernel reading past the end of an
+array crashes the test loudly, as it kills the CUDA context on a GPU). Everything else is
+the backend's own code: the launch plan, the grid sizes, the argument binding, the host
+loops, the status word, the copies back. NVRTC's contraction is modelled: a kernel built
+with ``fast_math=True`` (NVRTC ``--fmad=true``) is compiled with ``-O2 -mfma
+-ffp-contract=fast`` where the host has FMA, one built without it with
+``-ffp-contract=off`` (``--fmad=false``). What it cannot show: timing, coalescing, real
+concurrency, NVRTC/driver behaviour, libdevice's math functions (the host's libm computes
+them here).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import hashlib
+import mmap
 import subprocess
 import tempfile
 import types
@@ -70,6 +78,11 @@ _CTYPES["c16"] = lambda z: _Complex128(z.real, z.imag)
 _built: dict[str, ctypes.CDLL] = {}
 #: what install() replaced (the device's own ``CudaEntry.functions``, for tests of it)
 REPLACED: dict[str, object] = {}
+#: what a ``const T *__restrict__`` parameter reads: "snapshot" (its memory at launch, as a
+#: non-coherent load may return) or "live" (the memory as it is, as a coherent load returns).
+#: A GPU may do either when another parameter writes the same memory; tests that must hold
+#: on a GPU run in both.
+READ_ONLY_LOADS = "snapshot"
 _dir = Path(tempfile.mkdtemp(prefix="stencilkit-cuda-emulator-"))
 
 
@@ -82,13 +95,16 @@ def _driver(launch, printer) -> str:
         f'extern "C" void emulate_{launch.name}({", ".join(params)}, unsigned emu_gx, '
         "unsigned emu_gy, unsigned emu_gz, unsigned emu_bx, unsigned emu_by, unsigned emu_bz) {",
         "    gridDim = {emu_gx, emu_gy, emu_gz}; blockDim = {emu_bx, emu_by, emu_bz};",
-        "    for (unsigned emu_z = 0; emu_z < emu_gz; ++emu_z)",
-        "    for (unsigned emu_y = 0; emu_y < emu_gy; ++emu_y)",
-        "    for (unsigned emu_x = 0; emu_x < emu_gx; ++emu_x) {",
+        # the last thread first: threads of a launch have no order, and one that reads what
+        # a lower-numbered thread writes (a dependence the launch plan must not split into
+        # threads) then reads the value from before the launch, as on a GPU
+        "    for (unsigned emu_z = emu_gz; emu_z-- > 0;)",
+        "    for (unsigned emu_y = emu_gy; emu_y-- > 0;)",
+        "    for (unsigned emu_x = emu_gx; emu_x-- > 0;) {",
         "        blockIdx = {emu_x, emu_y, emu_z};",
-        "        for (unsigned emu_k = 0; emu_k < emu_bz; ++emu_k)",
-        "        for (unsigned emu_j = 0; emu_j < emu_by; ++emu_j)",
-        "        for (unsigned emu_i = 0; emu_i < emu_bx; ++emu_i) {",
+        "        for (unsigned emu_k = emu_bz; emu_k-- > 0;)",
+        "        for (unsigned emu_j = emu_by; emu_j-- > 0;)",
+        "        for (unsigned emu_i = emu_bx; emu_i-- > 0;) {",
         "            threadIdx = {emu_i, emu_j, emu_k};",
         f"            {launch.name}({', '.join(args)});",
         "        }",
@@ -129,26 +145,71 @@ def _library(source: str, plan, fast_math: bool = False) -> ctypes.CDLL:
     return _built[key]
 
 
+def _span(a: np.ndarray) -> tuple[int, int]:
+    """The addresses [first, last) of the elements of ``a`` (not empty)."""
+    lo = a.ctypes.data + sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+    hi = a.ctypes.data + sum(max(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+    return lo, hi + a.itemsize
+
+
+def _snapshot(a: np.ndarray, keep: list) -> int:
+    """The address to pass for ``a`` read through a ``const T *__restrict__`` parameter: a
+    copy of its memory taken at launch, which is what a non-coherent ``ld.global.nc`` load may
+    return on a GPU when the same memory is also written during the launch."""
+    if a.size == 0:
+        return a.ctypes.data
+    lo, hi = _span(a)
+    copy = device_empty(hi - lo, np.uint8)  # guarded as the memory it copies
+    ctypes.memmove(copy.ctypes.data, lo, hi - lo)
+    keep.append(copy)
+    return copy.ctypes.data + (a.ctypes.data - lo)
+
+
 def _functions(self) -> dict[str, object]:
+    from stencilkit.ir import kernel as k
+
     lib = _library(self.source, self.plan, self.fast_math)
     out = {}
     for launch in self.plan.launches():
         fn = getattr(lib, f"emulate_{launch.name}")
-        kinds = [None if p.pointer else _CTYPES[np.dtype(p.dtype).str[1:]]
-                 for p in launch.params]
+        kinds = [("const" if p.has(k.ReadOnly) and p.has(k.Restrict) else None)
+                 if p.pointer else _CTYPES[np.dtype(p.dtype).str[1:]] for p in launch.params]
 
         def call(grid, block, args, fn=fn, kinds=kinds):
-            c_args = []
+            c_args, keep = [], []
             for kind, a in zip(kinds, args[:-1]):
-                c_args.append(ctypes.c_void_p(a.ctypes.data) if kind is None else kind(a.item()))
+                if kind is None:
+                    c_args.append(ctypes.c_void_p(a.ctypes.data))
+                elif kind == "const" and READ_ONLY_LOADS == "snapshot":
+                    c_args.append(ctypes.c_void_p(_snapshot(a, keep)))
+                elif kind == "const":
+                    c_args.append(ctypes.c_void_p(a.ctypes.data))
+                else:
+                    c_args.append(kind(a.item()))
             c_args.append(ctypes.c_void_p(args[-1].ctypes.data))
             fn(*c_args, *(ctypes.c_uint(v) for v in (*grid, *block)))
         out[launch.name] = call
     return out
 
 
+def _cupy_fill_value(value: object) -> None:
+    """CuPy's rule: ``fill`` (and so an assignment of anything but a device array) takes a
+    scalar; a host array is refused, never copied implicitly."""
+    if isinstance(value, np.ndarray) and not isinstance(value, DeviceArray) and value.ndim:
+        raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
+
+
 class DeviceArray(np.ndarray):
-    """The emulator's "device" array: host memory that says it is on a GPU."""
+    """The emulator's "device" array: host memory that says it is on a GPU. Assignments
+    and ``fill`` take scalars and device arrays only, as CuPy's do."""
+
+    def fill(self, value: object) -> None:
+        _cupy_fill_value(value)
+        super().fill(value)
+
+    def __setitem__(self, key: object, value: object) -> None:
+        _cupy_fill_value(value)
+        super().__setitem__(key, value)
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -171,16 +232,52 @@ class DLPackOnly:
         raise AssertionError("the emulator has no DLPack capsules: from_dlpack views memory")
 
 
+_PAGE = mmap.PAGESIZE
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def device_empty(shape: object, dtype: object = float) -> DeviceArray:
+    """A "device allocation" of exactly its bytes, ending where a page that may not be
+    touched begins: a kernel that reads or writes past the end of a device array (any
+    element of an empty one) dies with SIGSEGV instead of reading a neighbour's memory
+    unseen. (On a GPU the same access is cudaErrorIllegalAddress, which poisons the
+    process's CUDA context.) C-contiguous, as CuPy's allocations are."""
+    dtype = np.dtype(dtype)
+    shape = (int(shape),) if np.isscalar(shape) else tuple(int(n) for n in shape)  # type: ignore
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    pages = -(-nbytes // _PAGE)
+    memory = mmap.mmap(-1, (pages + 1) * _PAGE)
+    raw = np.frombuffer(memory, np.uint8)  # keeps the mapping alive as long as the array
+    guard = raw.ctypes.data + pages * _PAGE
+    if _libc.mprotect(ctypes.c_void_p(guard), ctypes.c_size_t(_PAGE), 0) != 0:  # PROT_NONE
+        raise OSError(ctypes.get_errno(), "mprotect of the emulator's guard page failed")
+    start = pages * _PAGE - nbytes
+    return raw[start:start + nbytes].view(dtype).reshape(shape).view(DeviceArray)
+
+
+def _device_copy(a: object) -> DeviceArray:
+    host = np.asarray(a)
+    out = device_empty(host.shape, host.dtype)
+    np.copyto(out.view(np.ndarray), host)
+    return out
+
+
+def _device_zeros(shape: object, dtype: object = float) -> DeviceArray:
+    out = device_empty(shape, dtype)
+    out.view(np.ndarray)[...] = 0
+    return out
+
+
 def _fake_cupy() -> types.ModuleType:
     device = types.SimpleNamespace(compute_capability="90")
     fake = types.ModuleType("cupy")
     fake.__dict__.update(
         ndarray=DeviceArray,
         # a "transfer": never the caller's memory
-        asarray=lambda a: np.array(a, copy=True).view(DeviceArray),
+        asarray=_device_copy,
         asnumpy=lambda a: np.array(a).view(np.ndarray),
-        zeros=lambda *a, **kw: np.zeros(*a, **kw).view(DeviceArray),
-        empty=lambda *a, **kw: np.empty(*a, **kw).view(DeviceArray),
+        zeros=_device_zeros,
+        empty=device_empty,
         from_dlpack=lambda a: a.memory,  # the same memory (a DLPackOnly's)
         int32=np.int32,
         cuda=types.SimpleNamespace(Device=lambda: device),

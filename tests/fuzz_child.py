@@ -5,12 +5,15 @@ object per case: {"outcome": "ok" | "stencil_error" | "wrong" | "raw" | "unnamed
 A case is plain data (so that hypothesis can draw it in the parent and a crash here fails
 only this batch): which target to call and how to build each argument. The expected result
 is computed here from clean copies of the same inputs (native byte order, aligned,
-contiguous) on the "numpy" backend, or from a direct NumPy formula.
+contiguous) on the "numpy" backend, or from a direct NumPy formula. On "cuda" a good call
+follows every case ("dead" when it fails: the case killed the CUDA context); with
+``STENCILKIT_CUDA_EMULATOR=1`` "cuda" runs on the emulator, as in the parent.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -247,13 +250,32 @@ def run_computation(case: dict) -> dict:
     return outcome(call, expected, "fz_comp")
 
 
+def after_good_call(result: dict) -> dict:
+    """On "cuda": a good call after the case, in this process (``cuda_aftercare``); the
+    outcome is "dead" when it fails (the case left the CUDA context unusable)."""
+    from cuda_aftercare import good_call
+
+    try:
+        good_call()
+    except Exception as exc:  # noqa: BLE001 - what this check exists to catch
+        return {**result, "outcome": "dead",
+                "message": f"a good call after this case failed: {exc!r}"[:300]}
+    return result
+
+
 def main() -> None:
     global BACKEND
     BACKEND = sys.argv[1]
+    if BACKEND == "cuda" and os.environ.get("STENCILKIT_CUDA_EMULATOR") == "1":
+        from cuda_emulator import install  # "cuda" on the CPU, as conftest.py installs it
+
+        install()
     cases = json.load(sys.stdin)
     for case in cases:
         runner = run_computation if case["target"] == "fz_comp" else run_point
         result = runner(case)
+        if BACKEND == "cuda":
+            result = after_good_call(result)
         result["case"] = case.get("label", "")
         print(json.dumps(result), flush=True)
 

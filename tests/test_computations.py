@@ -233,13 +233,43 @@ def test_storages_have_the_backend_layout_and_alignment():
     assert sk.full((2, 2, 2), 7.0, backend="c").sum() == 56.0
 
 
+def _host(x, backend):
+    """A NumPy copy of a storage (CuPy's arrays convert to NumPy explicitly only)."""
+    from stencilkit import registry, storage
+    from stencilkit.integrations import is_device
+
+    if not is_device(x):
+        return np.asarray(x)
+    return storage.array_module(registry.resolve(backend)).asnumpy(x)
+
+
 def test_tridiagonal_on_storages(backend):
     shape = (6, 7, 11)
-    a, c, d = (sk.as_storage(rng.random(shape), backend=backend) for _ in range(3))
-    b = sk.as_storage(3.0 + rng.random(shape), backend=backend)
-    ref_c, ref_d = C.ref_tridiagonal(a, b, c, d)
+    host = [rng.random(shape), 3.0 + rng.random(shape), rng.random(shape), rng.random(shape)]
+    a, b, c, d = (sk.as_storage(x, backend=backend) for x in host)
+    ref_c, ref_d = C.ref_tridiagonal(*host)
     _st(C.tridiagonal, backend)(a, b, c, d)
-    np.testing.assert_allclose(d, ref_d, rtol=1e-13)
+    np.testing.assert_allclose(_host(d, backend), ref_d, rtol=1e-13)
+    np.testing.assert_allclose(_host(c, backend), ref_c, rtol=1e-13)
+
+
+def test_storage_api_on_every_backend(backend):
+    """sk.empty/zeros/ones/full/as_storage give the same values on every backend: a
+    non-scalar fill value broadcasts, a host array becomes a storage of the backend (on a
+    GPU: a device copy), and a storage of the backend is itself."""
+    row = np.arange(5.0)
+    full = sk.full((3, 4, 5), row, backend=backend)
+    np.testing.assert_array_equal(_host(full, backend), np.broadcast_to(row, (3, 4, 5)))
+    np.testing.assert_array_equal(_host(sk.full((2, 3), 7, np.int32, backend=backend), backend),
+                                  np.full((2, 3), 7, np.int32))
+    np.testing.assert_array_equal(_host(sk.zeros((2, 3, 4), backend=backend), backend), 0.0)
+    np.testing.assert_array_equal(_host(sk.ones((4,), halo=1, backend=backend), backend), 1.0)
+    for host in (rng.random((4, 5, 6)), rng.random((6, 7))[::2, ::-1],
+                 np.broadcast_to(rng.random(6), (3, 6)), np.zeros((0, 3))):
+        stored = sk.as_storage(host, backend=backend)
+        assert stored.shape == host.shape and stored.dtype == host.dtype
+        np.testing.assert_array_equal(_host(stored, backend), host)
+        assert stored.size == 0 or sk.as_storage(stored, backend=backend) is stored
 
 
 def test_malformed_definitions_are_syntax_errors():

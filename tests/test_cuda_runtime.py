@@ -414,6 +414,9 @@ def test_emulated_parloop_on_device_dats(emulated, monkeypatch):
                 acc(sk.INC, sk.Map(cells, nodes, 3, tri)), sk.Dat(cells)(sk.WRITE),
                 backend="cuda", race="color")
     np.testing.assert_allclose(np.asarray(d_acc), results["numpy"][0], rtol=1e-13)
+    acc.data = np.arange(40.0)  # host values into the device Dat, as on every backend
+    assert acc.data is d_acc
+    np.testing.assert_array_equal(np.asarray(d_acc), np.arange(40.0))
     with pytest.raises(sk.ArgumentError, match="holds a device array"):
         sk.par_loop(spread, cells, sk.Dat(cells, data=_device(x))(sk.READ),
                     sk.Dat(nodes)(sk.INC, sk.Map(cells, nodes, 3, tri)),

@@ -336,5 +336,9 @@ def test_fuzz_parloop(backend):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "cuda" and os.environ.get("STENCILKIT_CUDA_EMULATOR") == "1":
+        from cuda_emulator import install  # "cuda" on the CPU, as in the parent (conftest.py)
+
+        install()
     counts = fuzz(sys.argv[1], int(sys.argv[2]))
     print(json.dumps(dict(sorted(counts.items()))))

@@ -69,6 +69,14 @@ def test_int_conversions_agree_with_numba(numba_stencil):
 # ---------------------------------------------------------------- crash-capable cases
 
 
+# runs the script named by argv[1] as __main__ after installing the CUDA emulator, as
+# conftest.py installs it (the script keeps its file: kernels need readable source)
+_EMULATED_CHILD = (
+    "import runpy, sys; sys.path.insert(0, " + repr(os.path.dirname(os.path.abspath(__file__)))
+    + "); from cuda_emulator import install; install(); script = sys.argv.pop(1); "
+    "runpy.run_path(script, run_name='__main__')")
+
+
 def run_isolated(code: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
     """Run ``code`` in a fresh interpreter (a crash or hang fails the test, not the run);
     returns its stdout."""
@@ -84,9 +92,12 @@ def run_isolated(code: str, timeout: float = 120, env: dict[str, str] | None = N
         script = os.path.join(tmp, "child.py")
         with open(script, "w") as f:
             f.write(textwrap.dedent(code))
+        command = [sys.executable, script]
+        if env.get("STENCILKIT_CUDA_EMULATOR") == "1":  # "cuda" on the emulator there too
+            command = [sys.executable, "-c", _EMULATED_CHILD, script]
         try:
-            proc = subprocess.run([sys.executable, script], capture_output=True, text=True,
-                                  timeout=timeout, env=env)
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                  env=env)
         except subprocess.TimeoutExpired:
             pytest.fail(f"the child process hung (> {timeout} s)")
     assert proc.returncode == 0, f"child died with {proc.returncode}:\n{proc.stderr[-3000:]}"
@@ -179,6 +190,21 @@ def test_empty_standard_indexing_array_is_refused_before_running(backend):
     np.testing.assert_array_equal(st(A, np.arange(3.0)), A + 1.0)
     # no interior point, so nothing is read: a result, as on every backend
     assert st(np.zeros((7, 0)), np.zeros(0)).shape == (7, 0)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (1, 3)])
+def test_empty_standard_indexing_array_in_a_border_mode(backend, shape):
+    """In the border modes every point runs the body, even where no interior point exists:
+    refused before running there too (the "opencl" launcher looked for interior points only
+    and ran the kernel, which reported the read afterwards; on "cuda" a launch may not read
+    an empty array at all: the emulator's guard page stops it)."""
+    st = sk.stencil("wrap", standard_indexing=("t",), neighborhood=((-1, 1), (-1, 1)),
+                    backend=backend)(_with_table)
+    with pytest.raises(sk.ArgumentError) as info:
+        st(np.ones(shape), np.zeros(0))
+    _named(info.value, "_with_table")
+    np.testing.assert_array_equal(st(np.ones(shape), np.arange(3.0)), np.full(shape, 2.0))
+    assert st(np.zeros((0, 4)), np.zeros(0)).shape == (0, 4)  # no point: nothing is read
 
 
 def test_empty_standard_indexing_array_is_never_read_under_asan():

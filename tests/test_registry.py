@@ -8,6 +8,7 @@ slicing, ``np.add.at`` and ``np.cumsum``, and with its own capabilities' behavio
 from __future__ import annotations
 
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
@@ -52,7 +53,9 @@ def test_every_declared_piece_imports(name):
     pieces = registry.REGISTRY[name].pieces
     for ref in pieces.refs():
         assert callable(base.load(ref)), ref
-    reason = registry.REGISTRY[name].probe()
+    # the backend's own probe (tests/cuda_emulator.py replaces the registry's "cuda" entry
+    # with one whose probe lets the emulator run without CuPy)
+    reason = importlib.import_module(f"stencilkit.registry.{name}").BACKEND.probe()
     try:
         __import__(pieces.array_module)
     except ImportError:

@@ -196,6 +196,12 @@ def _set_data(owner: _DataCarrier, value: object) -> None:
     _flush()
     target = owner._data
     if integrations.is_device(target):  # the array library's own assignment (CuPy's)
+        if not np.isscalar(value) and not integrations.is_device(value):
+            # CuPy assigns scalars and device arrays only (a host array would go to
+            # ndarray.fill, which refuses it): the values go to the device first
+            from . import registry, storage
+
+            value = storage.array_module(registry.resolve("cuda")).asarray(np.asarray(value))
         target[...] = value  # type: ignore[index]
         return
     try:

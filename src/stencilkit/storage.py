@@ -13,6 +13,7 @@ import numpy as np
 
 from . import dtypes, registry
 from .errors import StencilError
+from .integrations import is_device
 
 ALIGNMENT = 64
 
@@ -120,6 +121,17 @@ def empty(shape: object, dtype: object = float, *, backend: str | None = None,
     return _with_origin(array, origin)
 
 
+def _assign(out: object, value: object, backend: str | None) -> None:
+    """``out[...] = value`` for a storage of any backend. CuPy assigns only scalars and
+    device arrays (anything else goes to ``ndarray.fill``, which takes scalars only): a
+    host array reaches a device storage as a device copy first."""
+    chosen = registry.resolve(backend)
+    if chosen.capabilities.device == "gpu" and not np.isscalar(value) and \
+            not is_device(value):  # type: ignore[union-attr]
+        value = array_module(chosen).asarray(np.asarray(value))
+    out[...] = value  # type: ignore[index]
+
+
 def zeros(shape: object, dtype: object = float, *, backend: str | None = None,
           halo: object = 0, aligned_index: object = None, dimensions: object = None):
     out = empty(shape, dtype, backend=backend, halo=halo, aligned_index=aligned_index,
@@ -139,9 +151,11 @@ def ones(shape: object, dtype: object = float, *, backend: str | None = None,
 def full(shape: object, fill_value: object, dtype: object = float, *,
          backend: str | None = None, halo: object = 0, aligned_index: object = None,
          dimensions: object = None):
+    """A storage holding ``fill_value``: a scalar, or anything NumPy broadcasts to the
+    shape (on every backend)."""
     out = empty(shape, dtype, backend=backend, halo=halo, aligned_index=aligned_index,
                 dimensions=dimensions)
-    out[...] = fill_value
+    _assign(out, fill_value, backend)
     return out
 
 
@@ -154,16 +168,30 @@ def from_array(data: object, dtype: object = None, *, backend: str | None = None
     t = values.dtype if dtype is None else dtypes.as_dtype(dtype)
     out = empty(values.shape, t, backend=backend, aligned_index=aligned_index,
                 dimensions=dimensions)
-    out[...] = values if type(out) is np.ndarray or isinstance(out, np.ndarray) else \
-        array_module(registry.resolve(backend)).asarray(values)
+    _assign(out, values, backend)
     return out
 
 
 def as_storage(array: object, backend: str | None = None) -> np.ndarray:
-    """A copy of ``array`` in the backend's preferred layout (the array itself if it is one)."""
-    a = np.asarray(array)
+    """A copy of ``array`` in the backend's preferred layout (the array itself if it is one);
+    a host array for a GPU backend is copied to the device."""
+    chosen = registry.resolve(backend)
+    gpu = chosen.capabilities.device == "gpu"  # type: ignore[union-attr]
+    if is_device(array):
+        if not hasattr(type(array), "__cuda_array_interface__"):  # DLPack only: a view
+            array = array_module(chosen).from_dlpack(array) if gpu else array
+        if not gpu:
+            raise StencilError(f"as_storage: a device array for the {chosen.name!r} backend, "
+                               "whose storages are host arrays",
+                               hint="copy it to the host first (cupy.asnumpy(a))")
+        a, address = array, 0
+    else:
+        a = np.asarray(array)
+        address = a.ctypes.data
     out = empty(a.shape, a.dtype, backend=backend)
-    if out.strides == a.strides and a.ctypes.data % ALIGNMENT == 0:
-        return a
-    out[...] = a
+    # a device array in the layout is one (the device allocator aligns; the 64 bytes are
+    # the host storages' vector alignment)
+    if is_device(a) == gpu and out.strides == a.strides and (gpu or address % ALIGNMENT == 0):
+        return a  # type: ignore[return-value]
+    _assign(out, a, backend)
     return out

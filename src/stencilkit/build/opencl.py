@@ -36,6 +36,7 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     work-items read neighbouring elements, as vectorizers and coalescing want); pyopencl
     arrays keep their layout (``layout`` says which have a unit last stride)."""
     from ..codegen import opencl as printer
+    from ..runtime.launch import standard_arrays
     from ..runtime.opencl_launch import Executable
 
     kernel = typed.kernel
@@ -49,6 +50,7 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     standard = tuple(i for i, p in enumerate(kernel.params)
                      if p in kernel.standard and types[i].is_array)
     exe.point_info = (tuple(kernel.params), standard, typed.neighborhood.border)
+    exe.standard = standard_arrays(kernel, types, typed.neighborhood.border, mode)
     return source, exe
 
 

@@ -8,7 +8,8 @@ element with the same shape and strides (never read). The specialization is cach
 signature like a NumPy call's; the entry then gets the device arrays themselves. A
 point kernel's ``out`` is allocated by the backend's array module. What the stand-ins
 cannot show is checked here on the device pointers: alignment, and overlap of a written
-field with another. Host and device arrays are not mixed in one call (ArgumentError).
+field with another (refused) or of a point kernel's ``out`` with an input (the input is
+copied first, as on the host). Host and device arrays are not mixed in one call (ArgumentError).
 """
 
 from __future__ import annotations
@@ -138,10 +139,27 @@ def point_call(st, args: tuple, out: object):
         fill = True
     else:
         fill = call.has_cval
+        args = _unaliased(args, out)
     status = call.entry(*args, out, fill, call.cval)
     if status:
         raise status_error(status, st.__name__, call.loc)
     return out
+
+
+def _unaliased(args: tuple, out: object) -> tuple:
+    """``args`` with every device array that shares memory with ``out`` copied on the
+    device, as the host path copies it (``runtime.launch.unaliased``): each point then
+    reads the inputs as they were before the call, and no input the kernel reads through a
+    read-only (``const __restrict__``, non-coherently loaded) pointer is written during the
+    launch."""
+    mine = _bytes(out)
+    if mine is None:
+        return args
+    copied = []
+    for a in args:
+        span = _bytes(a) if is_device(a) else None
+        copied.append(a.copy() if span and span[0] < mine[1] and mine[0] < span[1] else a)
+    return tuple(copied)
 
 
 def dat_data(size: int, dim: int, data: object, dtype: np.dtype | None) -> object:

@@ -7,12 +7,14 @@ jamming (the warp is the vector). Here every "columns" group is two parallel loo
 horizontal axes (the unit-stride one innermost, so it lands on ``threadIdx.x``) around the
 K loops: one thread per column, the K loop inside, temporaries read only at zero offset in
 registers (as GridTools does), the others in the 3-D temporaries the runtime allocates.
-PARALLEL multistages and "planes" are the CPU lowering's.
+PARALLEL stages are loop nests whose every loop is parallel (a grid of up to three
+dimensions); "planes" multistages are the CPU lowering's. The K loops of FORWARD/BACKWARD
+sweeps are never marked parallel: the GPU platforms make threads of marked loops only.
 """
 
 from __future__ import annotations
 
-from ..analysis.schedule import MultiStage
+from ..analysis.schedule import MultiStage, Stage
 from ..ir import kernel as k
 from .lower_computation import ComputationLowering, _const, origin_key, stage_union
 
@@ -54,3 +56,16 @@ class GpuComputationLowering(ComputationLowering):
             nest = (k.Loop(self.counters[axis], start, stop, _const(1), nest,
                            parallel=k.Parallel()),)
         return k.Section(title, nest)
+
+    def stage_nest(self, stage: Stage, k_range: tuple[k.Expr, k.Expr] | None,
+                   parallel: bool, workshare: bool = False) -> k.Stmt:
+        # every loop of a stage's nest writes disjoint points (the access rules): all
+        # parallel, so that the grid covers the whole nest, not just its outermost loop
+        body: tuple[k.Stmt, ...] = self.register_decls(stage.units) + self.stmts(stage.units)
+        order = self.loop_order() if k_range is not None else [a for a in self.loop_order()
+                                                               if a != 2]
+        for axis in reversed(order):
+            start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
+            body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
+                           parallel=k.Parallel()),)
+        return body[0]

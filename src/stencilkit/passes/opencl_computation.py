@@ -13,25 +13,12 @@ Requires what ``ComputationLowering`` requires. Ensures a kernel function in whi
 
 from __future__ import annotations
 
-from ..analysis.schedule import Stage
-from ..ir import kernel as k
-from .lower_computation import _const
 from .lower_computation_gpu import GpuComputationLowering
 
 
 class OpenCLComputationLowering(GpuComputationLowering):
-    """FORWARD/BACKWARD groups a work-item per column (``GpuComputationLowering``); PARALLEL
-    stages every loop parallel."""
+    """FORWARD/BACKWARD groups a work-item per column and PARALLEL stages every loop
+    parallel (both ``GpuComputationLowering``'s)."""
 
     # No per-thread column buffers: set by the base class, always empty here.
     columns = property(lambda self: {}, lambda self, value: None)
-
-    def stage_nest(self, stage: Stage, k_range: tuple[k.Expr, k.Expr] | None,
-                   parallel: bool, workshare: bool = False) -> k.Stmt:
-        body: tuple[k.Stmt, ...] = self.register_decls(stage.units) + self.stmts(stage.units)
-        order = self.loop_order() if k_range is not None else [a for a in self.loop_order()
-                                                               if a != 2]
-        for axis in reversed(order):
-            start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=k.Parallel()),)
-        return body[0]

@@ -13,6 +13,7 @@ complex version of are refused with the statement that calls them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 
@@ -76,16 +77,22 @@ class CudaBackend(Backend):
         from ..codegen.cuda import plan_source
         from ..passes import pipeline
         from ..passes.lower_point import CVAL, FILL_BORDER, OUT
+        from ..passes.parallel_nests import mark_parallel_nests
         from ..passes.platforms.cuda import CUDA_PLATFORM
         from ..runtime.cuda import CudaEntry
+        from ..runtime.launch import standard_arrays
 
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
         require_complex_functions(kf, kernel.name)
+        # the loops a thread per point may run: marked parallel (the platform makes grid
+        # dimensions of marked loops only)
+        kf = dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params))
         plan = CUDA_PLATFORM.plan(kf)
         source = plan_source(plan)
         names = (*kernel.params, OUT, FILL_BORDER, CVAL)
-        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name)
+        standard = standard_arrays(kernel, types, typed.neighborhood.border, mode)
+        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name, standard)
 
     def computation_key(self, fields, defn):
         from ..passes.lower_computation import layout_of

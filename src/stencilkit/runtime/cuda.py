@@ -30,7 +30,7 @@ import numpy as np
 from .. import config
 from ..ir import kernel as k
 from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
-from .launch import PointCall, status_error
+from .launch import PointCall, StandardArrays, status_error
 
 #: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
 #: warp or more along it so that a warp's loads coalesce; every block with grid dimensions is
@@ -188,8 +188,13 @@ class CudaEntry:
     """A compiled-on-first-use CUDA launch plan, called like a C entry point."""
 
     def __init__(self, plan: LaunchPlan, source: str, names: Sequence[str],
-                 writable: frozenset[str], name: str) -> None:
+                 writable: frozenset[str], name: str,
+                 standard: StandardArrays | None = None) -> None:
         self.plan = plan
+        # a point kernel's standard_indexing arrays, checked before any launch as the C
+        # entry point checks them (every other argument check is the launcher's, shared
+        # with the CPU backends)
+        self.standard = standard
         self.source = source
         self.names = tuple(names)
         self.writable = writable  # arguments the kernel may write (copied back from device)
@@ -232,6 +237,8 @@ class CudaEntry:
         return dev, back
 
     def __call__(self, *args: object) -> int:
+        if self.standard is not None:
+            self.standard.check(args)
         functions = self.functions()
         dev, back = self.to_device(args)
         env = bind(self.plan.kernel.params, self.names, dev)

@@ -10,6 +10,7 @@ else; the rare outcomes (an error, an overlapping ``out``) take a slow path.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -190,6 +191,49 @@ def unaliased(args: tuple, out: np.ndarray, positions: tuple[int, ...]) -> tuple
         return args
     return tuple(a.copy() if i in positions and np.may_share_memory(a, out) else a
                  for i, a in enumerate(args))
+
+
+@dataclass(frozen=True)
+class StandardArrays:
+    """What a point entry needs to refuse an empty standard_indexing array as the C entry
+    point does (``registry.c``): the arrays' positions and names, the kernel's border and
+    whether the border mode is "constant" (where only interior points run the body)."""
+
+    positions: tuple[int, ...]
+    names: tuple[str, ...]
+    border: tuple[tuple[int, int], ...]
+    constant: bool
+    stencil: str
+    loc: Location | None
+
+    def check(self, args: tuple) -> None:
+        """An empty standard_indexing array when some point runs the kernel's body: every
+        read of it is out of range, and the clamped element the kernel reads instead does
+        not exist either. Refused before anything runs (on a GPU such a read is not a wrong
+        element: it kills the process's CUDA context)."""
+        shape = tuple(getattr(args[0], "shape", ()))
+        if self.constant:
+            runs = all(n > hi - lo for n, (lo, hi) in zip(shape, self.border))
+        else:
+            runs = all(n > 0 for n in shape)
+        if not runs:
+            return
+        for i in self.positions:
+            a = args[i]
+            if hasattr(a, "shape") and 0 in tuple(a.shape):
+                raise ArgumentError(f"standard_indexing array '{self.names[i]}' is empty, so "
+                                    "every read of it is out of range", stencil=self.stencil,
+                                    loc=self.loc, hint="pass a non-empty array")
+
+
+def standard_arrays(kernel, types, border, mode: str) -> StandardArrays:
+    """The ``StandardArrays`` of a typed point kernel's specialization (``types``: its
+    arguments' types)."""
+    positions = tuple(i for i, p in enumerate(kernel.params)
+                      if p in kernel.standard and types[i].is_array)
+    return StandardArrays(positions, tuple(kernel.params),
+                          tuple((int(lo), int(hi)) for lo, hi in border), mode == "constant",
+                          kernel.name, kernel.loc)
 
 
 def check_shapes(args: tuple, out: np.ndarray | None, relative: tuple[int, ...], name: str,

@@ -15,7 +15,7 @@ from ..ir import kernel as k
 from ..passes.lower_point import CVAL, FILL_BORDER
 from ..passes.platforms.opencl import HostLoop, LaunchPlan, Step, evaluate
 from . import opencl as ocl
-from .launch import PointCall, check_shapes, status_error
+from .launch import PointCall, StandardArrays, check_shapes, status_error
 
 
 class Executable:
@@ -36,6 +36,7 @@ class Executable:
             self.rt.context, ocl.pyopencl().mem_flags.READ_WRITE, 4)
         #: point kernels: (argument names, standard_indexing array positions, border)
         self.point_info: tuple = ((), (), ())
+        self.standard: StandardArrays | None = None  # a point kernel's (checked per call)
 
     def run(self, env: dict[str, object]) -> int:
         cl = ocl.pyopencl()
@@ -164,15 +165,9 @@ class OpenCLPointCall(PointCall):
         return result
 
     def _check_standard(self, args: tuple) -> None:
-        """An empty standard_indexing array with interior points: every read is out of range
-        (the clamped element the kernel reads instead does not exist either)."""
-        interior = all(n > hi - lo for n, (lo, hi) in zip(args[0].shape, self.border))
-        for i in self.standard_positions:
-            a = args[i]
-            if interior and hasattr(a, "shape") and int(np.prod(a.shape)) == 0:
-                raise ArgumentError(f"standard_indexing array '{self.names[i]}' is empty, so "
-                                    "every read of it is out of range", stencil=self.name,
-                                    loc=self.loc, hint="pass a non-empty array")
+        standard = self.entry.standard  # type: ignore[attr-defined]
+        if standard is not None:
+            standard.check(args)
 
 
 class OpenCLParLoop:

@@ -70,3 +70,27 @@ def check_objects(loop: ParLoop, gpu: bool = False) -> None:
             raise ArgumentError(f"{what}: map {m.name} no longer has {n} rows of "
                                 f"{spec.arity} {spec.index} entries", stencil=name,
                                 loc=loop.loc, hint="build a new Map and ParLoop")
+    if gpu:
+        _check_device_overlap(loop)
+
+
+def _check_device_overlap(loop: ParLoop) -> None:
+    """Dats built on device arrays keep the caller's memory, so two of them may share it (a
+    host Dat copies its data: never). The generated code passes each argument through its
+    own ``__restrict__`` pointer, read-only ones as ``const`` (non-coherent loads on a GPU):
+    a written argument may share memory with no other, as with computations' fields."""
+    from ..integrations import is_device
+    from ..integrations.device import _bytes
+
+    spans = [(i, a, _bytes(a.obj._data)) for i, a in enumerate(loop.args)
+             if is_device(a.obj._data)]
+    for i, a, mine in spans:
+        if a.mode is READ or mine is None:
+            continue
+        for j, b, span in spans:
+            if b.obj is not a.obj and span and mine[0] < span[1] and span[0] < mine[1]:
+                raise ArgumentError(
+                    f"argument {i + 1} ({type(a.obj).__name__} {a.obj.name}, {a.mode.value}) "
+                    f"shares device memory with argument {j + 1} ({type(b.obj).__name__} "
+                    f"{b.obj.name})", stencil=loop.kernel.name, loc=loop.loc,
+                    hint="build the Dats on separate device arrays (copy one of them)")

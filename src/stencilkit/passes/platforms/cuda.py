@@ -1,9 +1,10 @@
 """The CUDA platform: a kernel function's parallel loops become grids of threads.
 
-Requires: a ``KernelFunction`` as a lowering produced it, whose parallel loops have unit
-steps and bounds that depend only on parameters and on enclosing serial loops' counters,
-and whose statements outside parallel loops declare nothing a parallel loop reads except
-local arrays of constant size (a ParLoop's reduction buffers).
+Requires: a ``KernelFunction`` as a lowering produced it, whose loops that may run
+concurrently are marked ``parallel`` (a point kernel's by ``passes.parallel_nests``), whose
+parallel loops have unit steps and bounds that depend only on parameters and on enclosing
+serial loops' counters, and whose statements outside parallel loops declare nothing a
+parallel loop reads except local arrays of constant size (a ParLoop's reduction buffers).
 
 Ensures: a ``LaunchPlan``, an ordered list of steps, each a ``Launch`` (one ``__global__``
 function over up to three perfectly nested parallel loops: a thread per iteration, the
@@ -320,14 +321,16 @@ class _Splitter:
 
     def nest(self, loop: k.Loop, conds: tuple[k.Expr, ...],
              counters: tuple[k.Symbol, ...]) -> Launch:
-        """Up to three perfectly nested loops with unit steps, internal counters and bounds
-        that do not depend on each other become the grid; the rest is the thread's body.
-        (Loops directly and solely nested in a parallel loop over an output's points are
-        independent: each iteration writes its own elements.)"""
+        """Up to three perfectly nested parallel loops with unit steps, internal counters
+        and bounds that do not depend on each other become the grid; the rest is the
+        thread's body. Only loops marked ``parallel`` join the grid: a loop nested alone in a
+        parallel one may carry a dependence (a FORWARD sweep's K loop, one level reading the
+        one below), and its iterations as threads would all read the values from before the
+        launch."""
         loops = [loop]
         while len(loops) < MAX_DIMS:
             inner = loops[-1].body
-            if not (len(inner) == 1 and isinstance(inner[0], k.Loop)):
+            if not (len(inner) == 1 and isinstance(inner[0], k.Loop) and inner[0].parallel):
                 break
             cand = inner[0]
             bound = {lp.counter.name for lp in loops}
