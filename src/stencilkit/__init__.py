@@ -95,6 +95,7 @@ from .parloop import (  # noqa: E402
     kernel,
 )
 from .registry import backends  # noqa: E402
+from .runtime.device_sync import synchronize  # noqa: E402
 from .runtime.threads import get_num_threads, set_num_threads  # noqa: E402
 from .stencil import PointStencil, stencil  # noqa: E402
 from .storage import as_storage, empty, full, ones, zeros  # noqa: E402
@@ -113,5 +114,5 @@ __all__ = [
     "INC", "MAX", "MIN", "READ", "RW", "WRITE", "Dat", "Global", "Kernel", "Map", "Mat", "Set",
     "Sparsity", "kernel", "ParLoop", "flush", "par_loop", "export",
     "as_storage", "empty", "full", "ones", "zeros", "Decomposition", "DistributedArray",
-    "get_num_threads", "set_num_threads",
+    "get_num_threads", "set_num_threads", "synchronize",
 ]

@@ -71,6 +71,8 @@ class CompiledComputationCall:
     def __init__(self, entry: Callable[..., int], defn: c.ComputationDef,
                  buffers: tuple[str, ...], axes: dict[str, tuple[str, ...]]) -> None:
         self.entry = entry
+        if hasattr(entry, "error_for"):  # a GPU entry may report after the call: name the line
+            entry.error_for = lambda code: computation_status_error(code, defn)
         self.defn = defn
         self.buffers = buffers
         self.axes = axes

@@ -12,7 +12,11 @@ order, the same returned status), so the shared launchers drive it: ``PointCall`
 3. walks the plan: host loops in Python, each launch with a grid that covers its dimensions
    (``launch_config``: ``start``/``stop`` evaluated on the host by ``evaluate``), the device
    status word last;
-4. reads the status word back and returns it (0, or a ``STATUS_*`` code).
+4. reads the status word back and returns it (0, or a ``STATUS_*`` code) when NumPy arrays
+   were copied back (that copy waits for the kernels anyway). When every array stayed on the
+   device, nothing waits: the call returns 0 and its status word is read by the next call
+   of the same entry or by ``sk.synchronize()``, which raise its error then (API.md
+   section 9). Launches go to the caller's current CuPy stream.
 
 The module is compiled (NVRTC, cached on disk per source and compute capability) and loaded
 on the first call, so building an entry needs no device: ``generate(backend="cuda")`` works
@@ -23,11 +27,12 @@ one (tests/test_cuda_runtime.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .. import config
+from ..errors import StencilError
 from ..ir import kernel as k
 from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
 from .launch import PointCall, StandardArrays, status_error
@@ -43,6 +48,31 @@ def _cupy():
     import cupy  # noqa: PLC0415 (optional dependency, imported on use)
 
     return cupy
+
+
+#: the status words of launches nobody has waited for: (entry, device word), in call order
+_PENDING: list[tuple[CudaEntry, object]] = []
+
+
+def synchronize() -> None:
+    """``sk.synchronize()``: wait for every stencil call on the GPU, then raise the first
+    run-time error any of them reported (the ``sk.ArgumentError`` naming its stencil), as
+    the call itself would have raised it had it waited."""
+    if not _PENDING:
+        return
+    cp = _cupy()
+    stream = getattr(getattr(cp, "cuda", None), "get_current_stream", None)
+    if stream is not None:
+        stream().synchronize()
+    pending = list(_PENDING)
+    _PENDING.clear()
+    first: StencilError | None = None
+    for entry, word in pending:
+        code = int(cp.asnumpy(word)[0])
+        if code and first is None:
+            first = entry.error_for(code)
+    if first is not None:
+        raise first
 
 
 _PROBE_SOURCE = 'extern "C" __global__ void sk_probe(int *x) { x[threadIdx.x] += 1; }\n'
@@ -204,6 +234,26 @@ class CudaEntry:
         self._functions: dict[str, object] | None = None
         self._arch: str | None = None
         self._module: object = None
+        # what a status this entry's kernels report is raised as: the launcher that calls it
+        # sets its own (the stencil's name and line); this one names the entry only
+        self.error_for: Callable[[int], StencilError] = \
+            lambda code: status_error(code, name, None)
+
+    def raise_pending(self) -> None:
+        """Read the status words of this entry's earlier calls that nobody waited for;
+        raise the first error among them."""
+        if not any(e is self for e, _ in _PENDING):
+            return
+        cp = _cupy()
+        stream = getattr(getattr(cp, "cuda", None), "get_current_stream", None)
+        if stream is not None and getattr(stream(), "is_capturing", lambda: False)():
+            return  # inside a CUDA graph capture nothing may wait: sk.synchronize() reads it
+        mine = [w for e, w in _PENDING if e is self]
+        _PENDING[:] = [(e, w) for e, w in _PENDING if e is not self]
+        for word in mine:
+            code = int(cp.asnumpy(word)[0])
+            if code:
+                raise self.error_for(code)
 
     def functions(self) -> dict[str, object]:
         """The launches' kernels, compiled for the current device and loaded (once)."""
@@ -237,6 +287,7 @@ class CudaEntry:
         return dev, back
 
     def __call__(self, *args: object) -> int:
+        self.raise_pending()
         if self.standard is not None:
             self.standard.check(args)
         functions = self.functions()
@@ -253,6 +304,9 @@ class CudaEntry:
             env[s.symbol.name] = cp.zeros(s.size, dtype=s.symbol.dtype)
         status = cp.zeros(1, dtype=cp.int32)
         self.run(self.plan.steps, env, functions, status)
+        if not back:  # everything on the device: no wait now (see the module docstring)
+            _PENDING.append((self, status))
+            return 0
         for host, d in back:
             host[...] = cp.asnumpy(d)
         return int(cp.asnumpy(status)[0])
@@ -280,6 +334,7 @@ class CudaParLoopEntry(CudaEntry):
     number of rows of ``blocks``."""
 
     def __call__(self, *args: object) -> int:
+        self.raise_pending()
         cp = _cupy()
         functions = self.functions()
         blocks, arrays = args[0], args[1:]
@@ -309,6 +364,11 @@ class CudaPointCall(PointCall):
     checked in Python (the CUDA entry checks nothing itself)."""
 
     __slots__ = ()
+
+    def __init__(self, entry, *rest, **kw) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(entry, *rest, **kw)
+        if isinstance(entry, CudaEntry):  # an error found later names this stencil's line
+            entry.error_for = lambda code: status_error(code, self.name, self.loc)
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
         args, out, fill = self._checked_in_python(args, out)
