@@ -57,6 +57,11 @@ class Config:
     #: a * b + c into fused multiply-adds and reassociate (docs/numerics.md)
     fast_math: bool = field(
         default_factory=lambda: os.environ.get("STENCILKIT_FAST_MATH", "0") not in ("", "0"))
+    #: keep stencilkit's own frames in the tracebacks of its errors (they are cut, as Numba
+    #: cuts its own, so that the user's line is on top): for reports of stencilkit's bugs
+    full_tracebacks: bool = field(
+        default_factory=lambda: os.environ.get("STENCILKIT_FULL_TRACEBACKS", "0")
+        not in ("", "0"))
 
 
 _current = Config()

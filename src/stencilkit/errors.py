@@ -7,6 +7,9 @@ what to change; :func:`located` builds them uniformly.
 
 from __future__ import annotations
 
+import os
+from types import FrameType
+
 from .ir.core import Location
 
 __all__ = ["Location", "StencilError", "StencilSyntaxError", "StencilTypeError",
@@ -60,3 +63,30 @@ def did_you_mean(word: str, choices: object) -> str:
 
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], 1)  # type: ignore
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def at_call(exc: StencilError, caller: FrameType | None, *, note_call: bool = True
+            ) -> StencilError:
+    """``exc`` as it reaches the code that called a stencil: the call's file and line added
+    to the message (a call-time error names the definition's line; the call may be anywhere
+    else), and, as Numba does with its own, the library's frames cut from the traceback, so
+    that the caller's line is the last but one (``STENCILKIT_FULL_TRACEBACKS=1`` keeps them:
+    for reports of stencilkit's own bugs)."""
+    while caller is not None and caller.f_code.co_filename.startswith(_PACKAGE_DIR):
+        caller = caller.f_back  # a stencil called by stencilkit itself: its caller's line
+    if note_call and caller is not None and getattr(exc, "call_loc", None) is None:
+        where = Location(caller.f_code.co_filename, caller.f_lineno, 1)
+        exc.call_loc = where  # type: ignore[attr-defined]
+        if exc.args and isinstance(exc.args[0], str) and (
+                exc.loc is None or (exc.loc.filename, exc.loc.line) != (where.filename,
+                                                                         where.line)):
+            exc.args = (f"{exc.args[0]}\n  called at {where.filename}:{where.line}",
+                        *exc.args[1:])
+    from .config import current  # (config imports this module)
+
+    if not current().full_tracebacks:
+        exc.with_traceback(None)
+    return exc

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import dataclass
 from enum import Enum
 from types import FunctionType
@@ -18,7 +19,7 @@ from types import FunctionType
 import numpy as np
 
 from . import dtypes, registry
-from .errors import BackendError, StencilError, StencilSyntaxError, did_you_mean
+from .errors import BackendError, StencilError, StencilSyntaxError, at_call, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,13 @@ def stencil(backend: str | None = None, definition: FunctionType | None = None, 
         functools.update_wrapper(comp, func, updated=())
         return comp
 
-    return wrap(definition) if definition is not None else wrap
+    def trimmed(f: FunctionType):
+        try:
+            return wrap(f)
+        except StencilError as exc:  # the definition's line is in the message already
+            raise at_call(exc, sys._getframe(1), note_call=False) from exc.__cause__
+
+    return trimmed(definition) if definition is not None else trimmed
 
 
 # ------------------------------------------------------------------ math

@@ -14,12 +14,14 @@ ParLoop on the "numba" backend, which has no atomics (``race="atomic"`` colours 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import config, registry
 from .analysis.typing import ArgType, type_point_kernel
 from .config import current
-from .errors import ArgumentError, StencilError, StencilTypeError
+from .errors import ArgumentError, StencilError, StencilTypeError, at_call
 from .ir import definition as d
 from .ir.core import walk
 from .parloop import READ, Arg, Kernel, Set, check_args
@@ -210,11 +212,14 @@ class ParLoop:
 
     def compute(self) -> None:
         """Run the loop now (after anything queued before it)."""
-        lazy.flush()
-        chosen = registry.resolve(self.backend, self.kernel.name)
-        _, fn = self._built(chosen.name)
-        check_objects(self, chosen.capabilities.device == "gpu")  # type: ignore[union-attr]
-        chosen.launcher("parloop")(self, fn)
+        try:
+            lazy.flush()
+            chosen = registry.resolve(self.backend, self.kernel.name)
+            _, fn = self._built(chosen.name)
+            check_objects(self, chosen.capabilities.device == "gpu")  # type: ignore[union-attr]
+            chosen.launcher("parloop")(self, fn)
+        except StencilError as exc:
+            raise at_call(exc, sys._getframe(1)) from exc.__cause__
 
     def check_status(self, status: int) -> None:
         """The error for a non-zero status of the generated loop (launchers call this)."""
@@ -231,11 +236,14 @@ _GENERATED: dict[tuple, tuple[str, object]] = {}
 def par_loop(kernel: Kernel, iterset: Set, *args: Arg, backend: str | None = None,
              race: str | None = None) -> ParLoop:
     """Generate if needed and run (or queue, with ``sk.configure(lazy=True)``)."""
-    loop = ParLoop(kernel, iterset, *args, backend=backend, race=race)
-    if current().lazy:
-        lazy.enqueue(loop.compute)
-    else:
-        loop.compute()
+    try:
+        loop = ParLoop(kernel, iterset, *args, backend=backend, race=race)
+        if current().lazy:
+            lazy.enqueue(loop.compute)
+        else:
+            loop.compute()
+    except StencilError as exc:
+        raise at_call(exc, sys._getframe(1)) from exc.__cause__
     return loop
 
 

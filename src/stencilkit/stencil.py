@@ -26,6 +26,7 @@ from .errors import (
     StencilError,
     StencilSyntaxError,
     StencilTypeError,
+    at_call,
     did_you_mean,
 )
 from .frontend.computation import is_computation
@@ -220,48 +221,51 @@ class PointStencil:
     # ------------------------------------------------------------ the call path
 
     def __call__(self, *args: object, out: np.ndarray | None = None, **kwargs: object):
-        if kwargs:
-            raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
-                                stencil=self.__name__, hint="only out= may be passed by name")
-        exact = self._exact
-        if exact is not None and out is not None:
-            call = exact[0]
+        try:
+            if kwargs:
+                raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
+                                    stencil=self.__name__, hint="only out= may be passed by name")
+            exact = self._exact
+            if exact is not None and out is not None:
+                call = exact[0]
+                try:
+                    status = call.exact(exact[1], *args, out, call.has_cval, call.cval)
+                except (TypeError, ValueError, BufferError, OverflowError):
+                    pass  # other types, or a refusal: the keyed path below decides and reports
+                else:
+                    return call._after(status, args, out) if status else out
             try:
-                status = call.exact(exact[1], *args, out, call.has_cval, call.cval)
-            except (TypeError, ValueError, BufferError, OverflowError):
-                pass  # other types, or a refusal: the keyed path below decides and reports
-            else:
-                return call._after(status, args, out) if status else out
-        try:
-            # The signature: (dtype, ndim, unit last stride) per array, the type of a scalar.
-            key = tuple([(a.dtype, a.ndim, a.strides[-1] == a.itemsize)
-                         if type(a) is np.ndarray else type(a) if type(a) is not int
-                         or _I64_MIN <= a < _I64 else _int_key(a) for a in args])
-            call = self._specs.get(
-                (key, None if out is None else (out.dtype, out.ndim,
-                                                out.strides[-1] == out.itemsize)))
-        except (AttributeError, IndexError):  # out is no array, or a 0-d array
-            call = None
-        if call is None:
-            return self._first_call(args, out)
-        if out is None or type(call) is not PointCall:  # subclasses check in Python
-            return call(args, out)
-        if call.exact is not None and out.strides[-1] == out.itemsize and \
-                all(k[2] if type(k) is tuple else type(k) is not str for k in key):
-            # not for an int outside int64 (its key is a string): its specialization converts
-            # differently, and the type alone (int) would not tell the two apart
-            self._exact = (call, tuple(x for a in (*args, out, call.has_cval, call.cval)
-                                       for x in (type(a), a.dtype if type(a) is np.ndarray
-                                                 else None)))
-            self._install_fast_call(call, self._exact[1])
-        # A C entry point with the caller's out, called here rather than through
-        # PointCall.__call__ (one Python frame less per call): it checks the arguments itself
-        # before running anything, so on a refusal the PointCall runs it again and reports.
-        try:
-            status = call.entry(*args, out, call.has_cval, call.cval)
-        except (ValueError, BufferError, TypeError):
-            return call(args, out)
-        return call._after(status, args, out) if status else out
+                # The signature: (dtype, ndim, unit last stride) per array, the type of a scalar.
+                key = tuple([(a.dtype, a.ndim, a.strides[-1] == a.itemsize)
+                             if type(a) is np.ndarray else type(a) if type(a) is not int
+                             or _I64_MIN <= a < _I64 else _int_key(a) for a in args])
+                call = self._specs.get(
+                    (key, None if out is None else (out.dtype, out.ndim,
+                                                    out.strides[-1] == out.itemsize)))
+            except (AttributeError, IndexError):  # out is no array, or a 0-d array
+                call = None
+            if call is None:
+                return self._first_call(args, out)
+            if out is None or type(call) is not PointCall:  # subclasses check in Python
+                return call(args, out)
+            if call.exact is not None and out.strides[-1] == out.itemsize and \
+                    all(k[2] if type(k) is tuple else type(k) is not str for k in key):
+                # not for an int outside int64 (its key is a string): its specialization converts
+                # differently, and the type alone (int) would not tell the two apart
+                self._exact = (call, tuple(x for a in (*args, out, call.has_cval, call.cval)
+                                           for x in (type(a), a.dtype if type(a) is np.ndarray
+                                                     else None)))
+                self._install_fast_call(call, self._exact[1])
+            # A C entry point with the caller's out, called here rather than through
+            # PointCall.__call__ (one Python frame less per call): it checks the arguments itself
+            # before running anything, so on a refusal the PointCall runs it again and reports.
+            try:
+                status = call.entry(*args, out, call.has_cval, call.cval)
+            except (ValueError, BufferError, TypeError):
+                return call(args, out)
+            return call._after(status, args, out) if status else out
+        except StencilError as exc:
+            raise at_call(exc, sys._getframe(1)) from exc.__cause__
 
     def _install_fast_call(self, call: PointCall, expected: tuple) -> None:
         """Calls with the types of this one (and ``out=``) skip the Python ``__call__``: the
@@ -561,4 +565,10 @@ def stencil(func_or_mode: object = "constant", **options: object):
         functools.update_wrapper(st, f, updated=())
         return st
 
-    return wrap(func) if func is not None else wrap
+    def trimmed(f: FunctionType):
+        try:
+            return wrap(f)
+        except StencilError as exc:  # the definition's line is in the message already
+            raise at_call(exc, sys._getframe(1), note_call=False) from exc.__cause__
+
+    return trimmed(func) if func is not None else trimmed
