@@ -75,6 +75,7 @@ class ComputationStencilType(PointStencilType):
 
 
 def computation_type(comp: ComputationStencil) -> ComputationStencilType:
+    comp.refuse_planes("a call from jitted code")
     _LIVE_COMPUTATIONS[comp.digest] = comp
     return _type_of(comp.__name__, comp.digest, ComputationStencilType)  # type: ignore
 

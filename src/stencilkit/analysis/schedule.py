@@ -82,6 +82,7 @@ def type_computation(defn: c.ComputationDef) -> c.ComputationDef:
     typer = _ComputationTyper(defn.name, scalars, arrays, rules="numpy",
                               fields=frozenset(arrays))
     typer.temporaries = temps
+    typer.declared = dict(defn.declared)
     typer.data_dims = {f.name: f.data_dims for f in defn.fields if f.data_dims}
     bodies = [iv.body for b in defn.blocks for iv in b.intervals]
     everything = tuple(s for body in bodies for s in body)
@@ -286,7 +287,7 @@ def _check_definite_writes(defn: c.ComputationDef) -> None:
     """A temporary must be written before it is read, on the path that reads it: in program
     order, where a write inside an ``if`` or ``while`` body counts for the rest of that body
     (and, as GT4Py's analysis is not path-sensitive beyond that, after the statement too)."""
-    temps = {t for t, _ in defn.temporaries}
+    temps = {t for t, _ in defn.temporaries} | set(defn.planes)
 
     def check(e: d.Node, visible: set[str]) -> None:
         for acc in (n for n in walk(e) if isinstance(n, d.Access)):

@@ -33,6 +33,7 @@ from .source import SourceFunction
 from .static import (
     NotStatic,
     RunTime,
+    holds_runtime,
     is_inlined_call,
     static_value,
 )
@@ -50,6 +51,10 @@ class Context:
     scalars: set[str]
     externals: dict[str, object]
     temporaries: list[str] = field(default_factory=list)
+    dtype_map: dict[str, object] = field(default_factory=dict)  # dtypes= of the stencil
+    # typed temporaries (``temporaries.declare``): 2-D ones, also in ``fields``; 3-D dtypes
+    planes: dict[str, c.FieldDecl] = field(default_factory=dict)
+    declared: dict[str, np.dtype] = field(default_factory=dict)
     policy: str = ""  # of the computation being translated
     counter: itertools.count = field(default_factory=itertools.count)
 
@@ -122,12 +127,27 @@ class ComputationTranslator(Translator):
     def static(self, node: ast.expr) -> tuple[bool, object]:
         """(True, value) when ``node`` is known at compile time, else (False, None)."""
         try:
-            return True, static_value(node, self.static_lookup)
+            value = static_value(node, self.static_lookup)
         except NotStatic:
             return False, None
         except Exception as exc:  # e.g. a division by zero among externals
             raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at compile time: "
                                    f"{exc}") from None
+        # a run-time name evaluates to itself (`if flag:` on a scalar parameter, a helper's
+        # argument): known only as "not None", so the condition is a run-time one
+        return (False, None) if holds_runtime(value) else (True, value)
+
+    def static_truth(self, node: ast.expr) -> tuple[bool, bool]:
+        """(True, truth) when the condition ``node`` is decided at compile time."""
+        known, value = self.static(node)
+        if not known:
+            return False, False
+        try:
+            return True, bool(value)
+        except Exception as exc:  # an array external: "truth value ... is ambiguous"
+            raise self.error(node, f"the truth of `{ast.unparse(node)}` cannot be decided at "
+                                   f"compile time: {exc}",
+                             "compare the value explicitly (e.g. `N > 0`, `X is None`)") from None
 
     def name(self, name: str, node: ast.expr) -> d.Expr:
         loc = self.src.loc(node)
@@ -317,11 +337,13 @@ class ComputationTranslator(Translator):
             case ast.ImportFrom(module="__externals__" | "__gtscript__"):
                 self.import_externals(s)
                 return []
+            case ast.AnnAssign(value=None):  # a declaration (read by temporaries.declare)
+                return []
             case ast.Expr(value=ast.Call() as call) if self._is_dsl(call.func, "compile_assert"):
                 self.compile_assert(call)
                 return []
             case ast.If(test=test, body=body, orelse=orelse):
-                known, chosen = self.static(test)
+                known, chosen = self.static_truth(test)
                 if known:
                     return list(self.stmts(body if chosen else orelse))
                 if is_inlined_call(test):
@@ -417,6 +439,17 @@ class ComputationTranslator(Translator):
                                  "assign to a temporary of another name")
             raise self.error(s, f"'{name}' cannot be assigned here")
         field_name = self.aliases[name]
+        # GT4Py's rule: a write covers every axis the computation runs in parallel (I, J,
+        # and K in PARALLEL); a K-less field written at several levels in no order would
+        # keep whichever level ran last
+        parallel = "IJK" if self.ctx.policy == "PARALLEL" else "IJ"
+        axes = self.axes_of(field_name)
+        if not set(parallel) <= set(axes):
+            raise self.error(s, f"'{name}' (Field[{axes}]) is written in a {self.ctx.policy} "
+                                f"computation, which runs in parallel along {parallel}: a "
+                                "write must cover each of these axes",
+                             "write it in a FORWARD or BACKWARD computation"
+                             if {"I", "J"} <= set(axes) else "write a field with these axes")
         if isinstance(target, ast.Name):
             return [d.Assign(field_name, value, loc=loc)]
         acc = self.expr(_as_load(target))
@@ -462,7 +495,7 @@ class ComputationTranslator(Translator):
     def compile_assert(self, call: ast.Call) -> None:
         if len(call.args) != 1 or call.keywords:
             raise self.error(call, "compile_assert() takes one condition")
-        known, ok = self.static(call.args[0])
+        known, ok = self.static_truth(call.args[0])
         if not known:
             raise self.error(call, "the condition of compile_assert() is not known at compile "
                                    "time", "use only externals and literals in it")

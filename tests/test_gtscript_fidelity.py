@@ -1,0 +1,444 @@
+"""Third-party gtscript, unchanged, gives GT4Py's numbers (issue 28): typed temporaries
+(2-D ones carry their value from level to level), the default origin in K, ``Field[dtype]``
+with dtype a name, compile-time conditions GT4Py resolves, GT4Py's axis-offset syntax.
+
+Each definition runs on GT4Py's "numpy" backend and on ours (``tests/gtscript_harness``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+
+from .gtscript_harness import compare, load, stencils
+
+pytest.importorskip("gt4py.cartesian.gtscript", reason="gt4py is not installed")
+
+HEAD = '''
+import numpy as np
+from __GT__ import gtscript
+from __GT__.gtscript import (BACKWARD, FORWARD, IJ, PARALLEL, Field, computation, interval,
+                             exp)
+'''
+
+rng = np.random.default_rng(28)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():  # GT4Py: "2D temporaries is an experimental feature"
+        warnings.simplefilter("ignore")
+        yield
+
+
+# ------------------------------------------------------------------ typed 2-D temporaries
+
+# A physics column: the water path integrated from the top down, carried level to level in
+# a 2-D accumulator, then each level's share of the column total (the accumulator after the
+# FORWARD sweep holds the total).
+WATER_PATH = HEAD + '''
+def definition(q: Field[float], dp: Field[float], path: Field[float], share: Field[float]):
+    with computation(FORWARD):
+        with interval(0, 1):
+            acc: Field[IJ, float] = q * dp
+            path = acc
+        with interval(1, None):
+            acc = acc + q * dp
+            path = acc
+    with computation(PARALLEL), interval(...):
+        share = q * dp / (acc + 1e-12)
+'''
+
+
+def _column(nx=5, ny=4, nz=7, h=0):
+    q = rng.uniform(0.0, 1e-2, (nx + 2 * h, ny + 2 * h, nz))
+    dp = rng.uniform(50.0, 150.0, q.shape)
+    return q, dp
+
+
+def test_2d_temporary_carries_the_column_integral(backend):
+    q, dp = _column()
+    out = compare(WATER_PATH, backend, {"q": q, "dp": dp, "path": np.zeros_like(q),
+                                        "share": np.zeros_like(q)},
+                  origin=(0, 0, 0), domain=q.shape)
+    np.testing.assert_allclose(out["path"], np.cumsum(q * dp, axis=2), rtol=1e-12)
+    np.testing.assert_allclose(out["share"].sum(axis=2), 1.0, rtol=1e-9)
+
+
+# The issue's case: [1, 2, 3, 4] in GT4Py, [1, 1, 1, 1] when the annotation was dropped.
+COUNTER = HEAD + '''
+def definition(out: Field[float]):
+    with computation(FORWARD), interval(...):
+        n: Field[IJ, float] = 0.0
+    with computation(FORWARD), interval(...):
+        n = n + 1.0
+        out = n
+'''
+
+
+def test_2d_temporary_counts_levels(backend):
+    out = compare(COUNTER, backend, {"out": np.zeros((2, 3, 4))}, origin=(0, 0, 0),
+                  domain=(2, 3, 4))
+    np.testing.assert_array_equal(out["out"][0, 0], [1.0, 2.0, 3.0, 4.0])
+
+
+# Integrated from the surface up in a BACKWARD sweep, an integer plane counting the cloudy
+# levels in a branch, and the accumulator read at horizontal offsets by a later
+# computation (its writer runs on the extended domain, as GT4Py's).
+SURFACE_UP = HEAD + '''
+def definition(q: Field[float], dp: Field[float], flux: Field[float], n_cloudy: Field[float],
+               smooth: Field[float]):
+    with computation(BACKWARD):
+        with interval(-1, None):
+            acc: Field[IJ, float] = 0.0
+            count: Field[IJ, np.int32] = 0
+        with interval(0, -1):
+            acc = acc + q[0, 0, 1] * dp[0, 0, 1]
+            flux = exp(-acc * 1e-2)
+            if q > 5e-3:
+                count = count + 1
+            n_cloudy = count
+    with computation(PARALLEL), interval(...):
+        smooth = 0.25 * (acc[1, 0] + acc[-1, 0] + acc[0, 1] + acc[0, -1])
+'''
+
+
+def test_2d_temporaries_backward_integer_and_offsets(backend):
+    q, dp = _column(h=1)
+    out = compare(SURFACE_UP, backend, {"q": q, "dp": dp, "flux": np.zeros_like(q),
+                                        "n_cloudy": np.zeros_like(q),
+                                        "smooth": np.zeros_like(q)},
+                  origin=(1, 1, 0), domain=(5, 4, 7))
+    assert out["n_cloudy"][1:-1, 1:-1, 0].max() > 0
+
+
+# An integer plane truncates what is assigned to it; a plainly annotated temporary keeps
+# its dtype (the value is cast, as GT4Py's numpy backend does).
+TRUNCATING = HEAD + '''
+def definition(a: Field[float], out: Field[float], out2: Field[float]):
+    with computation(FORWARD), interval(...):
+        t: Field[IJ, np.int32] = a * 2.5
+        u: np.float32 = a / 3.0
+        out = t
+        out2 = u
+'''
+
+
+def test_typed_temporaries_keep_their_dtype(backend):
+    a = rng.uniform(-4.0, 4.0, (3, 3, 4))
+    out = compare(TRUNCATING, backend, {"a": a, "out": np.zeros_like(a),
+                                        "out2": np.zeros_like(a)},
+                  origin=(0, 0, 0), domain=a.shape, rtol=0, atol=0)
+    np.testing.assert_array_equal(out["out"], np.trunc(a * 2.5))
+    np.testing.assert_array_equal(out["out2"], (a / 3.0).astype(np.float32))
+
+
+def test_typed_3d_temporary(backend):
+    """``Field[np.float32]`` on a temporary (GT4Py 1.1 refuses 3-D typed temporaries as
+    "not yet available"; we honour the dtype): the value is rounded to float32."""
+    ns = load(HEAD + '''
+def definition(a: Field[float], out: Field[float]):
+    with computation(PARALLEL), interval(...):
+        t: Field[np.float32] = a / 3.0
+        out = t[0, 0, 0] + t[0, 0, 0]
+''', "stencilkit")
+    from stencilkit import gtscript
+
+    st = gtscript.stencil(backend=backend, definition=ns["definition"])
+    a = rng.uniform(-1.0, 1.0, (3, 3, 4))
+    out = np.zeros_like(a)
+    st(a, out)
+    t = (a / 3.0).astype(np.float32).astype(np.float64)
+    np.testing.assert_array_equal(out, t + t)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('''
+def definition(a: Field[float]):
+    with computation(PARALLEL), interval(...):
+        t: Field[IJ, float] = a
+        a = t
+''', "'t' .Field\\[IJ\\]. is written in a PARALLEL computation"),
+    ('''
+def definition(a: Field[float]):
+    with computation(FORWARD), interval(...):
+        t: Field[IJ, float] = a
+        a = t[0, 0, -1]
+''', "has no K axis"),
+    ('''
+from __GT__.gtscript import K
+def definition(a: Field[float]):
+    with computation(FORWARD), interval(...):
+        t: Field[K, float] = a
+        a = t
+''', "annotated Field\\[K, ...\\]"),
+    ('''
+def definition(a: Field[float]):
+    with computation(FORWARD), interval(0, 1):
+        t: Field[IJ, float] = a
+    with computation(FORWARD), interval(1, None):
+        t: Field[IJ, np.float32] = a
+        a = t
+''', "annotated twice, differently"),
+    ('''
+def definition(a: Field[float]):
+    with computation(FORWARD), interval(...):
+        t: Field[IJ, "precision"] = a
+        a = t
+''', "'precision' is neither a NumPy dtype nor a name"),
+])
+def test_typed_temporary_errors(text, message):
+    from stencilkit import gtscript
+
+    ns = load(HEAD + text, "stencilkit")
+    with pytest.raises(sk.StencilSyntaxError, match=message) as info:
+        gtscript.stencil(backend="numpy", definition=ns["definition"])
+    assert "<gtscript-case-stencilkit-" in str(info.value)
+
+
+def test_2d_temporary_is_no_parameter():
+    """The plane is allocated by the call: the caller neither passes nor sees it."""
+    from stencilkit import gtscript
+
+    st = gtscript.stencil(backend="numpy", definition=load(COUNTER, "stencilkit")["definition"])
+    out = np.zeros((1, 1, 3))
+    st(out)
+    np.testing.assert_array_equal(out.ravel(), [1.0, 2.0, 3.0])
+    st(out=out)  # again: a fresh plane (zero) each call
+    np.testing.assert_array_equal(out.ravel(), [1.0, 2.0, 3.0])
+    with pytest.raises(sk.ArgumentError, match="unexpected argument 'n'"):
+        st(out, n=np.zeros((1, 1)))
+    assert "2-D temporaries: n: Field[IJ, float64]" in st.ir or "n: Field[IJ" in st.ir
+
+
+# ------------------------------------------------------------------ the default origin in K
+
+RECURRENCE = HEAD + '''
+def definition(a: Field[float]):
+    with computation(FORWARD), interval(...):
+        a = a + a[0, 0, -1]
+'''
+
+
+def test_k_halo_the_field_lacks_is_an_error(backend):
+    """GT4Py: "Origin for field a too small". The default origin never moves K (it did by
+    the vertical halo: interval(...) then skipped level 0 and gave [1, 2, 3, 4])."""
+    ref, ours = stencils(RECURRENCE, backend)
+    with pytest.raises(ValueError, match="Origin for field a too small"):
+        ref(np.ones((1, 1, 4)), origin=(0, 0, 0), domain=(1, 1, 4))
+    a = np.ones((1, 1, 4))
+    with pytest.raises(sk.ArgumentError, match="field 'a' lacks the halo .* along K") as info:
+        ours(a)
+    assert "<gtscript-case-stencilkit-" in str(info.value)
+    np.testing.assert_array_equal(a, 1.0)  # nothing ran
+    with pytest.raises(sk.ArgumentError, match="field 'a' lacks the halo"):
+        ours(a, origin=(0, 0, 0), domain=(1, 1, 4))
+
+
+def test_k_halo_given_explicitly(backend):
+    """With a K halo (origin 1 in K) both run every level of interval(...)."""
+    out = compare(RECURRENCE, backend, {"a": np.ones((2, 2, 5))}, origin=(0, 0, 1),
+                  domain=(2, 2, 4))
+    np.testing.assert_array_equal(out["a"][0, 0], [1.0, 2.0, 3.0, 4.0, 5.0])
+
+
+def test_intervals_name_levels_from_k_zero(backend):
+    """interval(1, None) reads a[0, 0, -1] within the field: no K halo, the default origin
+    is 0 in K, and GT4Py's numbers."""
+    text = RECURRENCE.replace("interval(...)", "interval(1, None)")
+    out = compare(text, backend, {"a": np.ones((1, 1, 4))}, origin=(0, 0, 0),
+                  domain=(1, 1, 4))
+    np.testing.assert_array_equal(out["a"].ravel(), [1.0, 2.0, 3.0, 4.0])
+    _, ours = stencils(text, backend)
+    a = np.ones((1, 1, 4))
+    ours(a)  # default origin and domain: the same levels
+    np.testing.assert_array_equal(a.ravel(), [1.0, 2.0, 3.0, 4.0])
+
+
+# ------------------------------------------------------------------ Field[dtype], dtype a name
+
+FACTORY = '''
+import numpy as np
+from __GT__.gtscript import FORWARD, IJ, PARALLEL, Field, computation, interval
+
+precision = np.dtype("float32")   # a dtype object in the module's scope
+
+def make(gt_dtype):               # a factory's parameter
+    def definition(q: Field[gt_dtype], out: Field[gt_dtype], scaled: Field[precision]):
+        with computation(FORWARD):
+            with interval(0, 1):
+                acc: Field[IJ, np.float64] = q
+            with interval(1, None):
+                acc = acc + q
+        with computation(PARALLEL), interval(...):
+            out = acc
+            scaled = q * 0.5
+    return definition
+
+definition = make(np.float32)
+'''
+
+
+def test_field_dtype_named_in_scope_factory_and_externals(backend):
+    q = rng.uniform(0.0, 1.0, (3, 4, 5)).astype(np.float32)
+    out = compare(FACTORY, backend, {"q": q, "out": np.zeros_like(q),
+                                     "scaled": np.zeros_like(q)},
+                  origin=(0, 0, 0), domain=q.shape, rtol=1e-6)
+    assert out["out"].dtype == np.float32
+    np.testing.assert_allclose(out["out"][:, :, 0], q.astype(np.float64).sum(axis=2),
+                               rtol=1e-6)
+
+
+def test_field_dtype_named_in_externals_with_postponed_annotations(backend):
+    """``from __future__ import annotations``: the annotation is the text "Field[dtype]";
+    ``dtype`` given through externals= (or dtypes=) is a dtype (GT4Py evaluates the text in
+    the module's globals only, and fails)."""
+    from stencilkit import gtscript
+
+    text = ('from __future__ import annotations\n' + FACTORY
+            .replace("Field[gt_dtype]", "Field[dtype]").replace("Field[precision]", "Field[dtype]")
+            .replace("Field[IJ, np.float64]", "Field[IJ, dtype]"))
+    definition = load(text, "stencilkit")["definition"]
+    q = rng.uniform(0.0, 1.0, (2, 2, 3))
+    for options in ({"externals": {"dtype": np.dtype("float64")}},
+                    {"dtypes": {"dtype": np.float64}}):
+        st = gtscript.stencil(backend=backend, definition=definition, **options)
+        out, scaled = np.zeros_like(q), np.zeros_like(q)
+        st(q, out, scaled)
+        np.testing.assert_allclose(out[:, :, 0], q.sum(axis=2), rtol=1e-14)
+        np.testing.assert_array_equal(scaled, q * 0.5)
+    with pytest.raises(sk.StencilSyntaxError, match="annotation of parameter 'q'.*'dtype'"):
+        gtscript.stencil(backend=backend, definition=definition)
+
+
+# ------------------------------------------------------------------ compile-time conditions
+
+# Externals of every scalar kind, combined with not/and/or, comparisons and arithmetic,
+# in __INLINED, plain `if`s, conditional expressions, interval bounds and helpers (nested
+# ones importing their own externals): resolved when the stencil is defined, as GT4Py does.
+STATIC = HEAD + '''
+from __GT__.gtscript import __INLINED
+
+@gtscript.function
+def limited(x):
+    from __externals__ import LIMIT, USE_LIMIT
+    z = x
+    if __INLINED(USE_LIMIT and LIMIT > 0.0):
+        z = min(x, LIMIT)
+    return z
+
+@gtscript.function
+def scheme(x, y):
+    from __externals__ import ORDER
+    z = limited(x)
+    if ORDER * 2 >= 4:
+        z = z + 0.5 * y
+    return z
+
+def definition(a: Field[float], b: Field[float], out: Field[float]):
+    from __externals__ import FLAG, N, SCALE, NK
+    with computation(PARALLEL), interval(0, NK - 1):
+        if __INLINED(FLAG and not (N < 2 or N > 5)):
+            out = scheme(a, b) * SCALE
+        elif FLAG:
+            out = -scheme(a, b)
+        else:
+            out = a if N % 2 == 1 else b
+    with computation(PARALLEL), interval(NK - 1, None):
+        out = a * SCALE + N
+'''
+
+
+@pytest.mark.parametrize("flag, n, scale, order, use_limit, limit", [
+    (np.bool_(True), np.int8(3), np.float32(0.5), 2, True, 0.25),
+    (True, 7, 2.0, np.int64(1), np.bool_(False), 0.25),
+    (False, np.int32(3), 1.5, 3, True, np.float64(-1.0)),
+    (np.bool_(False), 4, 1, 2, 1, 0.5),
+])
+def test_externals_of_every_scalar_kind(backend, flag, n, scale, order, use_limit, limit):
+    a, b = rng.uniform(-1.0, 1.0, (2, 3, 3, 5))
+    compare(STATIC, backend, {"a": a, "b": b, "out": np.zeros_like(a)}, origin=(0, 0, 0),
+            domain=a.shape, externals={"FLAG": flag, "N": n, "SCALE": scale, "NK": 4,
+                                       "ORDER": order, "USE_LIMIT": use_limit,
+                                       "LIMIT": limit})
+
+
+RUNTIME_CONDITIONS = HEAD + '''
+@gtscript.function
+def pick(x, y):
+    if y:                   # a helper's argument: a run-time condition
+        x = 2.0 * x
+    return x
+
+def definition(a: Field[float], out: Field[float], s: float):
+    with computation(PARALLEL), interval(...):
+        out = pick(a, s)
+        if s:               # a scalar parameter: known only when called
+            out = out + 1.0
+        if a:               # a field, true where nonzero
+            out = out + 10.0
+'''
+
+
+def test_runtime_names_as_conditions(backend):
+    """``if s:`` on a scalar parameter, a field or a helper's argument raised the frontend's
+    internal ``NotStatic``; they are run-time conditions (Python's truth: nonzero)."""
+    from stencilkit import gtscript
+
+    st = gtscript.stencil(backend=backend,
+                          definition=load(RUNTIME_CONDITIONS, "stencilkit")["definition"])
+    a = np.array([0.0, 1.0, -2.0, 0.0]).reshape(1, 1, 4)
+    for s in (0.0, 3.0):
+        out = np.zeros_like(a)
+        st(a, out, s)
+        expected = (2.0 * a if s else a) + (1.0 if s else 0.0) + np.where(a != 0, 10.0, 0.0)
+        np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("text, externals, message", [
+    ('''
+def definition(a: Field[float], s: float):
+    if s:
+        with computation(PARALLEL), interval(...):
+            a = 1.0
+''', {}, "the condition `s` of this `if` around computations is not known at compile time"),
+    ('''
+def definition(a: Field[float]):
+    from __externals__ import X
+    with computation(PARALLEL), interval(...):
+        if __INLINED(X):
+            a = 1.0
+''', {"X": np.array([1.0, 2.0])}, "the truth of `__INLINED\\(X\\)` cannot be decided"),
+    ('''
+def definition(a: Field[float]):
+    from __externals__ import X
+    with computation(PARALLEL), interval(...):
+        a = a * X
+''', {"X": 2**70}, "'X' = 1180591620717411303424 does not fit a 64-bit integer"),
+    ('''
+def definition(a: Field[float]):
+    from __externals__ import X
+    with computation(PARALLEL), interval(...):
+        if __INLINED(X > 1):
+            a = 1.0
+''', {"X": None},
+     "cannot evaluate `__INLINED\\(X > 1\\)` at compile time: .>. not supported"),
+    ('''
+def definition(a: Field[float], s: float):
+    with computation(PARALLEL), interval(...):
+        compile_assert(s > 0)
+        a = 1.0
+''', {}, "the condition of compile_assert\\(\\) is not known at compile time"),
+])
+def test_conditions_not_known_at_compile_time(text, externals, message):
+    from stencilkit import gtscript
+
+    ns = load(HEAD + "from __GT__.gtscript import __INLINED, compile_assert\n" + text,
+              "stencilkit")
+    with pytest.raises(sk.StencilSyntaxError, match=message) as info:
+        gtscript.stencil(backend="numpy", definition=ns["definition"], externals=externals)
+    assert "<gtscript-case-stencilkit-" in str(info.value)
