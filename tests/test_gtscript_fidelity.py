@@ -442,3 +442,157 @@ def test_conditions_not_known_at_compile_time(text, externals, message):
     with pytest.raises(sk.StencilSyntaxError, match=message) as info:
         gtscript.stencil(backend="numpy", definition=ns["definition"], externals=externals)
     assert "<gtscript-case-stencilkit-" in str(info.value)
+
+
+# ------------------------------------------------------------------ GT4Py's axis syntax
+
+# GT4Py's quickstart writes offsets with axes; K is also the level index as a value. A
+# diffusion-like update with a level-dependent coefficient, and a FORWARD sweep that reads
+# the level below with K - 1.
+AXES = HEAD + '''
+from __GT__.gtscript import I, J, K
+
+def definition(a: Field[float], b: Field[float], c: Field[float], d: Field[float]):
+    with computation(PARALLEL), interval(0, -1):
+        b = (a[I - 1] + a[I + 1] + a[J - 1] + a[J + 1] - 4.0 * a) * (1.0 + 0.1 * K) \\
+            + a[K + 1] - a[I - 1, J + 1]
+    with computation(PARALLEL), interval(-1, None):
+        b = a[I + 1, J - 1, K - 1]
+    with computation(FORWARD):
+        with interval(0, 1):
+            c = a * 0.0 + K  # (GT4Py's numpy backend cannot broadcast a bare `c = K` here)
+        with interval(1, None):
+            c = c[K - 1] + a
+            if a[K - 1] > 0.0:
+                d = a[I + 2 - 1]
+'''
+
+
+def test_axis_offsets_and_k_as_a_value(backend):
+    shape = (7, 6, 6)
+    a = rng.uniform(-1.0, 1.0, shape)
+    compare(AXES, backend, {"a": a, "b": np.zeros(shape), "c": np.zeros(shape),
+                            "d": np.zeros(shape)}, origin=(1, 1, 0), domain=(5, 4, 6))
+
+
+def test_k_in_a_sequential_sweep(backend):
+    """K read in a FORWARD interval of several levels (GT4Py's numpy backend broadcasts it
+    over the interval's levels and fails): c = 0 + 1 + ... + k."""
+    from stencilkit import gtscript
+
+    ns = load(HEAD + '''
+from __GT__.gtscript import K
+
+def definition(c: Field[float]):
+    with computation(FORWARD):
+        with interval(0, 1):
+            c = 0.0
+        with interval(1, None):
+            c = c[K - 1] + K
+            if K > 3:
+                c = -c
+''', "stencilkit")
+    st = gtscript.stencil(backend=backend, definition=ns["definition"])
+    c = np.ones((2, 2, 6))
+    st(c)
+    k = np.arange(6.0)
+    expected = k * (k + 1) / 2
+    expected[4] = -expected[4]  # level 5 reads the negated level 4
+    expected[5] = -(expected[4] + 5)
+    np.testing.assert_array_equal(c[1, 1], expected)
+
+
+def test_k_read_shifted_through_a_helper(backend):
+    """A helper reading its argument a level below, given K: the index of the level below
+    (-1 under the first level: the level index covers the levels the shift reaches)."""
+    from stencilkit import gtscript
+
+    ns = load(HEAD + '''
+from __GT__.gtscript import K
+
+@gtscript.function
+def below(x):
+    return x[0, 0, -1]
+
+def definition(c: Field[float]):
+    with computation(PARALLEL), interval(...):
+        c = below(K) * 1.0
+''', "stencilkit")
+    st = gtscript.stencil(backend=backend, definition=ns["definition"])
+    c = np.zeros((1, 2, 4))
+    st(c)
+    np.testing.assert_array_equal(c[0, 1], [-1.0, 0.0, 1.0, 2.0])
+
+
+def test_k_is_the_level_of_the_domain(backend):
+    """K counts levels from the domain's start (its origin), as in GT4Py."""
+    text = HEAD + '''
+from __GT__.gtscript import K
+
+def definition(a: Field[float], b: Field[float]):
+    with computation(PARALLEL), interval(1, None):
+        b = a * 0.0 + K + 0.5
+    with computation(FORWARD), interval(0, 1):
+        b = a[K - 1] * 0.0 + K
+'''
+    out = compare(text, backend, {"a": np.ones((3, 3, 5)), "b": np.full((3, 3, 5), -1.0)},
+                  origin=(1, 1, 1), domain=(1, 1, 3))
+    np.testing.assert_array_equal(out["b"][1, 1], [-1.0, 0.0, 1.5, 2.5, -1.0])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("b = I", "the parallel axis I cannot be read as a value"),
+    ("b = a[I - 1, 0]", "mixes plain offsets with axis offsets"),
+    ("b = a[I - 1, I + 1]", "axis I is offset twice"),
+    ("b = a[K + s]", "an axis offset must be an integer known at compile time"),
+])
+def test_axis_syntax_errors(text, message):
+    from stencilkit import gtscript
+
+    ns = load(HEAD + f'''
+from __GT__.gtscript import I, K
+
+def definition(a: Field[float], b: Field[float], s: float):
+    with computation(PARALLEL), interval(1, -1):
+        {text}
+''', "stencilkit")
+    with pytest.raises(sk.StencilSyntaxError, match=message):
+        gtscript.stencil(backend="numpy", definition=ns["definition"])
+
+
+# ------------------------------------------------------------------ vector operations
+
+VECTORS = HEAD + '''
+V = Field[(np.float64, (3,))]
+
+def definition(wind: V, rho: Field[float], flux: V, zero: V, shifted: V):
+    with computation(PARALLEL), interval(...):
+        flux = 3.0 * wind * rho
+        zero = 0.0
+    with computation(FORWARD), interval(1, None):
+        shifted = wind[1, 0, 0] - wind[0, 0, -1]
+'''
+
+
+def test_vector_operations_on_data_dimensions(backend):
+    wind = rng.uniform(-1.0, 1.0, (5, 4, 3, 3))
+    rho = rng.uniform(0.5, 1.5, (5, 4, 3))
+    out = compare(VECTORS, backend, {"wind": wind, "rho": rho,
+                                     "flux": np.zeros_like(wind), "zero": np.ones_like(wind),
+                                     "shifted": np.zeros_like(wind)},
+                  origin=(0, 0, 0), domain=(4, 4, 3))
+    np.testing.assert_allclose(out["flux"][:4], 3.0 * wind[:4] * rho[:4, :, :, None],
+                               rtol=1e-15)
+
+
+def test_vector_shapes_must_agree():
+    from stencilkit import gtscript
+
+    ns = load(HEAD + '''
+def definition(a: Field[(np.float64, (3,))], b: Field[(np.float64, (2,))]):
+    with computation(PARALLEL), interval(...):
+        b = 2.0 * a
+''', "stencilkit")
+    with pytest.raises(sk.StencilSyntaxError, match="'b' has data dimensions \\(2,\\) but "
+                                                    "'a' has \\(3,\\)"):
+        gtscript.stencil(backend="numpy", definition=ns["definition"])

@@ -46,8 +46,9 @@ class Geometry:
     origins: dict[str, Origin]
     domain: tuple[int, int, int]
     temp_shapes: dict[str, tuple[int, int, int]]
-    # the 2-D temporaries' (I, J) shapes: fields of the definition the stencil allocates
-    plane_shapes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the shapes of the fields the stencil allocates: 2-D temporaries (I, J), the level
+    # index (K)
+    plane_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 class ComputationStencil:
@@ -263,11 +264,15 @@ class ComputationStencil:
             origins[t] = (-ext[0], -ext[2], below)
             temp_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2],
                               dom[2] + below + above)
-        plane_shapes = {}
+        plane_shapes: dict[str, tuple[int, ...]] = {}
         for t in defn.planes:
             ext = plan.schedule.extent(t)
             origins[t] = (-ext[0], -ext[2], 0)
             plane_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2])
+        if defn.level_index:  # read shifted through helpers: levels beyond the domain too
+            below, above = self._k_need(defn.level_index, dom[2], plan.schedule)
+            origins[defn.level_index] = (0, 0, below)
+            plane_shapes[defn.level_index] = (dom[2] + below + above,)
         return Geometry(origins, dom, temp_shapes, plane_shapes)  # type: ignore[arg-type]
 
     def _own_origin(self, name: str) -> Origin:
@@ -379,10 +384,11 @@ class ComputationStencil:
 
     def refuse_planes(self, where: str) -> None:
         """The calls that bind fields without ``__call__`` (from jitted code, over MPI) do not
-        allocate 2-D temporaries yet: they refuse such a definition by name."""
-        if self.definition.planes:
-            raise ArgumentError(f"{where} cannot run a computation with 2-D temporaries "
-                                f"({', '.join(map(repr, self.definition.planes))}) yet",
+        allocate 2-D temporaries or the level index yet: they refuse such a definition."""
+        internal = self.definition.fields[len(self._parameter_fields):]
+        if internal:
+            raise ArgumentError(f"{where} cannot run a computation with 2-D temporaries or K "
+                                f"read as a value ({', '.join(f.name for f in internal)}) yet",
                                 stencil=self.__name__, loc=self.definition.loc,
                                 hint="call the stencil from Python on NumPy arrays, or pass "
                                      "the plane as a Field[IJ, ...] parameter")
@@ -390,22 +396,26 @@ class ComputationStencil:
     def _planes(self, geo: Geometry, backend: registry.Backend, values: dict[str, object],
                 fields: dict[str, object], on_device: bool
                 ) -> tuple[dict[str, object], dict[str, object]]:
-        """``values`` and ``fields`` with the 2-D temporaries added: zeroed planes of the
-        geometry, new for each call (a plane carries values across levels and computations
-        within one call only; zeroing one costs a fraction of the call)."""
+        """``values`` and ``fields`` with the fields the stencil allocates: the 2-D
+        temporaries, zeroed planes new for each call (a plane carries values across levels
+        and computations within one call only; zeroing one costs a fraction of the call),
+        and the level index (level k of the domain holds k)."""
         values, fields = dict(values), dict(fields)
+        level = self.definition.level_index
         for f in self.definition.fields:
             if f.name not in geo.plane_shapes:
                 continue
+            host = np.zeros(geo.plane_shapes[f.name], f.dtype)
+            if f.name == level:
+                host[:] = np.arange(host.size) - geo.origins[level][2]
             if on_device:
                 from .integrations import device
 
                 xp = storage.array_module(backend)
-                values[f.name] = device.cuda_view(backend, xp.zeros(geo.plane_shapes[f.name],
-                                                                     f.dtype))
+                values[f.name] = device.cuda_view(backend, xp.asarray(host))
                 fields[f.name] = device.stand_in(values[f.name], writable=True)
             else:
-                values[f.name] = fields[f.name] = np.zeros(geo.plane_shapes[f.name], f.dtype)
+                values[f.name] = fields[f.name] = host
         return values, fields
 
     # ------------------------------------------------------------ code

@@ -163,10 +163,12 @@ def parse_computation(func: FunctionType, externals: dict[str, object] | None = 
     unused_none = {p for p, v in parameter_defaults(func).items() if v is None and p not in used}
     definition = c.ComputationDef(
         name, params, tuple(f for f in fields.values() if f.name not in unused_none)
-        + tuple(ctx.planes.values()),
+        + tuple(ctx.planes.values())
+        + ((ctx.fields[ctx.level_index],) if ctx.level_index else ()),
         tuple(c.ScalarDecl(n, t) for n, t in scalars.items() if n not in unused_none),
         tuple(blocks), tuple((t, dtypes_mod.FLOAT64) for t in sorted(ctx.temporaries)),
         planes=tuple(ctx.planes), declared=tuple(sorted(ctx.declared.items())),
+        level_index=ctx.level_index,
         loc=src.loc(tree))
     return definition, src
 

@@ -27,7 +27,7 @@ from ..gtscript import DSL_NAMES, round_away_from_zero, vocabulary
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import rewrite, walk
-from . import functions, inlining, regions
+from . import axes, functions, inlining, regions
 from .inlining import is_helper
 from .source import SourceFunction
 from .static import (
@@ -55,8 +55,17 @@ class Context:
     # typed temporaries (``temporaries.declare``): 2-D ones, also in ``fields``; 3-D dtypes
     planes: dict[str, c.FieldDecl] = field(default_factory=dict)
     declared: dict[str, np.dtype] = field(default_factory=dict)
+    level_index: str = ""  # the K field holding each level's index (``K`` read as a value)
     policy: str = ""  # of the computation being translated
     counter: itertools.count = field(default_factory=itertools.count)
+
+    def level_field(self) -> str:
+        """The field the stencil fills with the index of each level, made on first use."""
+        if not self.level_index:
+            self.level_index = self.fresh("level_index")
+            self.temporaries.remove(self.level_index)
+            self.fields[self.level_index] = c.FieldDecl(self.level_index, "K", dtypes.INT64)
+        return self.level_index
 
     def fresh(self, base: str) -> str:
         """A new temporary name that no field, scalar or temporary uses."""
@@ -118,6 +127,8 @@ class ComputationTranslator(Translator):
         found, value = self.lookup(name)
         if not found:
             raise NotStatic
+        if axes.axis_name(value) is not None:  # `K` as a value: the level, at run time
+            return RunTime()
         return value
 
     def static_lookup_or_none(self, name: str) -> object:
@@ -159,6 +170,13 @@ class ComputationTranslator(Translator):
         if self.helper is None and name in self.ctx.scalars:
             return d.Name(name, loc=loc)
         found, value = self.lookup(name)
+        axis = axes.axis_name(value) if found else None
+        if axis == "K":
+            level = self.ctx.level_field()
+            return d.Access(level, self._offsets(level, _ZERO, node), loc=loc)
+        if axis is not None:
+            raise self.error(node, f"the parallel axis {axis} cannot be read as a value (only "
+                                   "K, the level index)", "pass the index as a field")
         if found:
             if value is None:
                 raise self.error(node, f"'{name}' is None and has no value in a computation",
@@ -249,11 +267,26 @@ class ComputationTranslator(Translator):
         return d.Access(acc.field, (*acc.offset[:2], k), loc=acc.loc)
 
     def expr(self, e: ast.expr) -> d.Expr:
+        e = self.axis_subscript(e)
         if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Subscript) \
                 and isinstance(e.value.value, ast.Name) \
                 and (e.value.value.id in self.aliases or e.value.value.id in self.bound):
             return self.element(e)
         return super().expr(e)
+
+    def axis_subscript(self, e: ast.expr) -> ast.expr:
+        """``f[K + 1]``, ``a[I - 1, J + 1]`` (GT4Py's axis offsets) as ``f[0, 0, 1]``,
+        ``a[-1, 1, 0]``; anything else as it is."""
+        if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)
+                and (e.value.id in self.aliases or e.value.id in self.bound)):
+            return e
+        off = axes.axis_offsets(self, e.slice)
+        if off is None:
+            return e
+        index = ast.Tuple([ast.copy_location(ast.Constant(o), e.slice) for o in off],
+                          ast.Load())
+        return ast.copy_location(ast.Subscript(e.value, ast.copy_location(index, e.slice),
+                                               e.ctx), e)
 
     def element(self, e: ast.Subscript) -> d.Access:
         """``f[di, dj, dk][n]``: one element of a field with data dimensions."""
@@ -450,7 +483,11 @@ class ComputationTranslator(Translator):
                                 "write must cover each of these axes",
                              "write it in a FORWARD or BACKWARD computation"
                              if {"I", "J"} <= set(axes) else "write a field with these axes")
+        decl = self.ctx.fields.get(field_name)
+        dims = decl.data_dims if decl is not None else ()
         if isinstance(target, ast.Name):
+            if dims:
+                return self.vector_store(field_name, dims, value, 0, s)
             return [d.Assign(field_name, value, loc=loc)]
         acc = self.expr(_as_load(target))
         assert isinstance(acc, d.Access)
@@ -463,13 +500,42 @@ class ComputationTranslator(Translator):
             raise self.error(s, f"'{name}' is written at the horizontal offset ({di}, {dj}); "
                                 "only vertical offsets can be written",
                              "write fields at offset [0, 0, dk] (read neighbours instead)")
-        if dk == 0 and not data_index:
-            return [d.Assign(field_name, value, loc=loc)]
         if dk and self.ctx.policy == "PARALLEL":
             raise self.error(s, f"'{name}' is written at the vertical offset {dk} in a "
                                 "PARALLEL computation, where levels run in no order",
                              "use computation(FORWARD) or computation(BACKWARD)")
+        if dims and not data_index:
+            return self.vector_store(field_name, dims, value, dk, s)
+        if dk == 0 and not data_index:
+            return [d.Assign(field_name, value, loc=loc)]
         return [c.AssignAt(field_name, value, k_offset=dk, data_index=data_index, loc=loc)]
+
+    def vector_store(self, field_name: str, dims: tuple[int, ...], value: d.Expr, dk: int,
+                     s: ast.stmt) -> list[d.Stmt]:
+        """``out = 3.0 * a`` on fields with data dimensions: one assignment per element,
+        each reading that element of every whole-vector read (GT4Py's element-wise
+        meaning); scalars and single elements (``a[0, 0, 0][1]``) are broadcast."""
+        loc = self.src.loc(s)
+        for n in walk(value):
+            if isinstance(n, d.Access) and len(n.offset) == 3:
+                other = self.ctx.fields.get(n.field)
+                theirs = other.data_dims if other is not None else ()
+                if theirs and theirs != dims:
+                    raise self.error(s, f"'{field_name}' has data dimensions {dims} but "
+                                        f"'{n.field}' has {theirs}",
+                                     "combine vectors of one shape, or index elements")
+
+        def element(index: tuple[int, ...]):
+            def pick(n: d.Node) -> d.Node | None:
+                if isinstance(n, d.Access) and len(n.offset) == 3 and n.field in self.ctx.fields \
+                        and self.ctx.fields[n.field].data_dims:
+                    return d.Access(n.field, (*n.offset, *(d.Const(i, dtype=dtypes.INT64)
+                                                           for i in index)), loc=n.loc)
+                return None
+            return rewrite(value, pick)
+
+        return [c.AssignAt(field_name, element(index), k_offset=dk, data_index=index, loc=loc)
+                for index in np.ndindex(*dims)]
 
     def return_stmt(self, s: ast.Return, value: ast.expr | None) -> list[d.Stmt]:
         if self.helper is None:

@@ -130,6 +130,8 @@ class ComputationDef(Node):
     planes: tuple[str, ...] = ()
     # temporaries whose annotation fixes their dtype (``tmp: Field[np.int32] = ...``)
     declared: tuple[tuple[str, np.dtype], ...] = ()
+    # a Field[K] the stencil fills with each level's index (``K`` read as a value), or ""
+    level_index: str = ""
     _: KW_ONLY
     loc: Location | None = field(default=None, compare=False)
 
@@ -138,8 +140,9 @@ class ComputationDef(Node):
 
     @property
     def parameter_fields(self) -> tuple[FieldDecl, ...]:
-        """The fields the caller passes (all but the 2-D temporaries)."""
-        return tuple(f for f in self.fields if f.name not in self.planes)
+        """The fields the caller passes (all but the 2-D temporaries and the level index)."""
+        return tuple(f for f in self.fields
+                     if f.name not in self.planes and f.name != self.level_index)
 
 
 def format_computation(c: ComputationDef) -> str:
@@ -156,6 +159,8 @@ def format_computation(c: ComputationDef) -> str:
     if c.planes:
         lines.append("    2-D temporaries: " + ", ".join(
             f"{n}: Field[IJ, {c.field(n).dtype}]" for n in c.planes))  # type: ignore[union-attr]
+    if c.level_index:
+        lines.append(f"    level index (K): {c.level_index}: Field[K, int64]")
     for b in c.blocks:
         lines.append(f"    with computation({b.policy}):")
         for iv in b.intervals:
