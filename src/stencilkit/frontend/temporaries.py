@@ -78,9 +78,12 @@ def _evaluate(tr: ComputationTranslator, node: ast.expr) -> object:
         return _evaluate(tr, node.value)[_evaluate(tr, node.slice)]  # type: ignore[index]
     if isinstance(node, ast.Tuple):
         return tuple(_evaluate(tr, e) for e in node.elts)
-    if isinstance(node, ast.Name) and node.id in tr.ctx.dtype_map \
-            and not tr.lookup(node.id)[0]:
-        return tr.ctx.dtype_map[node.id]  # a dtype named in dtypes=
+    if isinstance(node, ast.Name) and not tr._is_runtime(node.id):
+        found, value = tr.lookup(node.id)  # axes too (a run-time value in expressions)
+        if found:
+            return value
+        if node.id in tr.ctx.dtype_map:
+            return tr.ctx.dtype_map[node.id]  # a dtype named in dtypes=
     return static_value(node, tr.static_lookup)
 
 
