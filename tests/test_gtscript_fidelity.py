@@ -596,3 +596,31 @@ def definition(a: Field[(np.float64, (3,))], b: Field[(np.float64, (2,))]):
     with pytest.raises(sk.StencilSyntaxError, match="'b' has data dimensions \\(2,\\) but "
                                                     "'a' has \\(3,\\)"):
         gtscript.stencil(backend="numpy", definition=ns["definition"])
+
+
+# ------------------------------------------------------------------ regions inside an `if`
+
+# FV3-style edge handling under a run-time switch: the corrections at the tile's edges are
+# regions nested in the branches of an `if` (GT4Py allows it).
+EDGES = HEAD + '''
+from __GT__.gtscript import I, J, horizontal, region
+
+def definition(u: Field[float], flux: Field[float], limited: Field[float]):
+    with computation(PARALLEL), interval(...):
+        flux = 0.5 * (u[-1, 0, 0] + u)
+        if u > 0.5:
+            limited = 2.0 * u
+            with horizontal(region[I[0], :], region[:, J[-1]]):
+                flux = u + limited          # upwind at the west and north edges
+            limited = limited + flux
+        else:
+            limited = u
+            with horizontal(region[I[-1], :]):
+                flux = -u[1, 0, 0]
+'''
+
+
+def test_horizontal_regions_inside_an_if(backend):
+    u = rng.uniform(0.0, 1.0, (8, 7, 3))
+    compare(EDGES, backend, {"u": u, "flux": np.zeros_like(u), "limited": np.zeros_like(u)},
+            origin=(1, 1, 0), domain=(6, 5, 3))

@@ -15,6 +15,7 @@ offset in FORWARD/BACKWARD computations (``c.AssignAt``).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from types import FunctionType
@@ -382,6 +383,8 @@ class ComputationTranslator(Translator):
                 if is_inlined_call(test):
                     raise self.error(s, "the condition of __INLINED(...) is not known at "
                                         "compile time", "use only externals and literals in it")
+                if self.nesting is None and any(self._is_region(x) for x in body + orelse):
+                    return self.if_around_regions(s)
                 return [d.If(self.expr(test), self.nested_stmts(body, "an `if`"),
                              self.nested_stmts(orelse, "an `if`"), loc=loc)]
             case ast.With(items=items) if items and self._is_dsl_call(items[0].context_expr,
@@ -413,6 +416,29 @@ class ComputationTranslator(Translator):
                                  "unroll the loop, use a `while` loop over a temporary, or a "
                                  "FORWARD/BACKWARD computation")
         return super().stmt(s)
+
+    def _is_region(self, s: ast.stmt) -> bool:
+        return isinstance(s, ast.With) and bool(s.items) \
+            and self._is_dsl_call(s.items[0].context_expr, "horizontal")
+
+    def if_around_regions(self, s: ast.If) -> list[d.Stmt]:
+        """``if c: A; with horizontal(r): B; C`` (GT4Py allows a region in an ``if``): the
+        condition, evaluated once into a temporary, guards each statement of the branch in
+        turn, and a region's guarded body becomes the region's own unit
+        (``t = c; if t: A; region r: (if t: B); if t: C``). The statements run in the same
+        order, each over the whole plane, so the meaning is the same."""
+        loc = self.src.loc(s)
+        flag = self.ctx.fresh("if_region")
+        out: list[d.Stmt] = [d.Assign(flag, self.expr(s.test), loc=loc)]
+        taken = d.Access(flag, self._offsets(flag, _ZERO, s), loc=loc)
+        for branch, cond in ((s.body, taken), (s.orelse, d.UnaryOp("not", taken, loc=loc))):
+            for x in branch:
+                if self._is_region(x):
+                    out += [dataclasses.replace(unit, body=(d.If(cond, unit.body, (), loc=loc),))
+                            for unit in regions.horizontal(self, x)]
+                else:
+                    out.append(d.If(cond, self.nested_stmts([x], "an `if`"), (), loc=loc))
+        return out
 
     def nested_stmts(self, body: list[ast.stmt], where: str) -> tuple[d.Stmt, ...]:
         """``body``, nested in ``where`` (an if/while body, a region): no region starts there."""
