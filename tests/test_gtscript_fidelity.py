@@ -624,3 +624,77 @@ def test_horizontal_regions_inside_an_if(backend):
     u = rng.uniform(0.0, 1.0, (8, 7, 3))
     compare(EDGES, backend, {"u": u, "flux": np.zeros_like(u), "limited": np.zeros_like(u)},
             origin=(1, 1, 0), domain=(6, 5, 3))
+
+
+# ------------------------------------------------------------------ temporaries GT4Py defines
+
+# Physics code assigns temporaries in an earlier interval or computation, under a condition
+# that also guards the read, or in a helper's branches: each has GT4Py's defined value, and
+# no warning.
+DEFINED = HEAD + '''
+@gtscript.function
+def saturate(q, qs):
+    if q > qs:
+        excess = q - qs
+    else:
+        excess = 0.0
+    return excess
+
+def definition(q: Field[float], qs: Field[float], rain: Field[float], cloud: Field[float],
+               top: Field[float]):
+    with computation(PARALLEL), interval(...):
+        if q > 0.5:
+            growth = 2.0 * q
+        cloud = q
+        if q > 0.5:
+            cloud = growth + saturate(q, qs)
+    with computation(BACKWARD):
+        with interval(-1, None):
+            acc = q
+        with interval(0, -1):
+            acc = acc[0, 0, 1] + q
+    with computation(FORWARD):
+        with interval(0, 1):
+            top_q = q
+        with interval(1, None):
+            top_q = q * 3.0
+    with computation(PARALLEL), interval(...):
+        rain = acc + saturate(q, qs)
+        top = top_q
+'''
+
+
+def test_temporaries_defined_on_their_paths(backend):
+    q, qs = rng.uniform(0.0, 1.0, (2, 4, 3, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sk.errors.UndefinedReadWarning)
+        compare(DEFINED, backend, {"q": q, "qs": qs, "rain": np.zeros_like(q),
+                                   "cloud": np.zeros_like(q), "top": np.zeros_like(q)},
+                origin=(0, 0, 0), domain=q.shape)
+
+
+MAYBE = HEAD + '''
+def definition(q: Field[float], out: Field[float]):
+    with computation(PARALLEL), interval(...):
+        if q > 0.5:
+            growth = 2.0 * q
+        out = growth
+'''
+
+
+def test_read_outside_the_branch_that_writes_warns(backend):
+    """Where the condition fails the value read is undefined (GT4Py reads uninitialized
+    memory): a warning naming the branch and the read; where it holds, GT4Py's numbers."""
+    from stencilkit import gtscript
+
+    ns = load(MAYBE, "stencilkit")
+    with pytest.warns(sk.errors.UndefinedReadWarning,
+                      match=r"temporary 'growth' is written only when the condition of the "
+                            r"`if` at <gtscript-case-stencilkit-\d+>:9:9 holds, and read here")\
+            as record:
+        st = gtscript.stencil(backend=backend, definition=ns["definition"])
+    assert ":11:15:" in str(record[0].message)  # the read
+    q = rng.uniform(0.0, 1.0, (3, 3, 4))
+    out = np.zeros_like(q)
+    st(q, out)
+    np.testing.assert_array_equal(out[q > 0.5], 2.0 * q[q > 0.5])
