@@ -698,3 +698,20 @@ def test_read_outside_the_branch_that_writes_warns(backend):
     out = np.zeros_like(q)
     st(q, out)
     np.testing.assert_array_equal(out[q > 0.5], 2.0 * q[q > 0.5])
+
+
+def test_jitted_calls_refuse_fields_the_call_allocates():
+    """A call from numba.njit code does not allocate 2-D temporaries or the level index
+    (yet): refused by name when the caller is compiled, never run without them."""
+    numba = pytest.importorskip("numba")
+    from stencilkit import gtscript
+
+    st = gtscript.stencil(backend="numpy", definition=load(COUNTER, "stencilkit")["definition"])
+
+    @numba.njit
+    def call(out):
+        st(out)
+
+    with pytest.raises(sk.ArgumentError, match="a call from jitted code cannot run a "
+                                               "computation with 2-D temporaries .*\\(n\\)"):
+        call(np.zeros((1, 1, 3)))

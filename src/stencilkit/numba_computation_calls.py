@@ -75,7 +75,6 @@ class ComputationStencilType(PointStencilType):
 
 
 def computation_type(comp: ComputationStencil) -> ComputationStencilType:
-    comp.refuse_planes("a call from jitted code")
     _LIVE_COMPUTATIONS[comp.digest] = comp
     return _type_of(comp.__name__, comp.digest, ComputationStencilType)  # type: ignore
 
@@ -123,6 +122,7 @@ def _check_scalar(comp: ComputationStencil, s, t: object) -> None:
 
 
 def _implementation(comp: ComputationStencil, args: tuple, kwargs: dict):
+    comp.refuse_planes("a call from jitted code")  # typing the call: raised as it is
     params = comp.definition.params
     if len(args) == len(params) + len(PYTHON_ONLY) and not kwargs:
         # Numba's inliner types the call again with the arguments folded by the
