@@ -18,12 +18,14 @@ _counter = itertools.count()
 
 
 def load(source: str, package: str) -> dict[str, object]:
-    """Execute ``source`` with ``__GT__`` replaced by ``package``; the module's namespace."""
+    """Execute ``source`` with ``__GT__`` replaced by ``package``; the module's namespace.
+    The source's own ``from __future__`` imports decide how its annotations are evaluated
+    (not this module's)."""
     text = textwrap.dedent(source).replace("__GT__", package)
     filename = f"<gtscript-case-{package.split('.')[0]}-{next(_counter)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     ns: dict[str, object] = {"__name__": filename}
-    exec(compile(text, filename, "exec"), ns)
+    exec(compile(text, filename, "exec", dont_inherit=True), ns)
     return ns
 
 

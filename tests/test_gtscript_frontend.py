@@ -686,12 +686,16 @@ def test_undefined_name_in_a_definition():
     assert "name 'undefined_thing' is not defined" in _error(st)
 
 
-def test_data_dimensions_of_gt4py_fields_are_named():
+def test_data_dimensions_of_gt4py_fields_are_read():
     def st(a: gt.Field[(np.float64, (3,))]):
         with computation(PARALLEL), interval(...):  # noqa: F821
-            a = 1.0
+            a = 1.0  # every element, as in GT4Py
 
-    assert "data dimensions" in _error(st, cls=sk.StencilError)
+    a = np.zeros((2, 2, 2, 3))
+    gtscript.stencil(backend="numpy", definition=st)(a)
+    np.testing.assert_array_equal(a, 1.0)
+    with pytest.raises(sk.ArgumentError, match="data dimensions"):
+        gtscript.stencil(backend="numpy", definition=st)(np.zeros((2, 2, 2)))
 
 
 def test_temporary_written_then_read_inside_one_if(backend):

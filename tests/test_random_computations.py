@@ -154,6 +154,35 @@ def check_program(program) -> None:
         for layout in layouts:
             problems += _differences(program, ours_def, backend, layout, inputs, expected)
     assert not problems, "\n".join(problems)
+    if program.k_halo:
+        _check_missing_k_halo(program, reference, ours_def)
+
+
+def _check_missing_k_halo(program, reference, ours_def) -> None:
+    """The program on fields without the K halo it reads at level 0: GT4Py refuses the call
+    ("Origin for field ... too small"); so must we, naming the field, with the origin given
+    and with the default one (which never moves K: it did, and interval(...) then skipped
+    level 0 and named every level one higher, silently)."""
+    h = program.k_halo
+    inputs = {k: v[:, :, h:h + program.domain[2]].copy() if isinstance(v, np.ndarray) else v
+              for k, v in _inputs(program).items()}
+    origin = (*program.origin[:2], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # below the domain or, where the program also reads above it, "Compute domain
+        # too large"
+        with pytest.raises(ValueError, match="Origin for field .* too small|Compute domain "
+                                             "too large"):
+            reference(**_copy(inputs), origin=origin, domain=program.domain)
+    for backend in BACKENDS:
+        st = loader.our_stencil(ours_def, backend)
+        for where in ({"origin": origin, "domain": program.domain}, {}):
+            args = _copy(inputs)
+            with pytest.raises(sk.ArgumentError, match="field 'f[0-9]' lacks the halo the "
+                                                       "stencil needs along K"):
+                st(**args, **where)
+            for f in program.fields:
+                np.testing.assert_array_equal(args[f], inputs[f])  # nothing ran
 
 
 def _differences(program, ours_def, backend: str, layout, inputs: dict,
@@ -195,6 +224,22 @@ def test_random_computations_with_swaps(program):
 @_settings(15, shrink=False)
 @given(programs(_BASE | {"branch_temps"}))
 def test_random_computations_with_branch_temporaries(program):
+    check_program(program)
+
+
+@_settings(15, shrink=False)
+@given(programs(_BASE | {"planes"}))
+def test_random_computations_with_2d_temporaries(program):
+    """Typed 2-D temporaries (``p1: Field[IJ, np.float64]``) carried across levels and
+    computations: dropping the annotation made them 3-D, silently (issue 28)."""
+    check_program(program)
+
+
+@_settings(15, shrink=False)
+@given(programs(_BASE | {"k_halo"}))
+def test_random_computations_reading_below_level_0(program):
+    """FORWARD computations from level 0 reading below it: GT4Py's numbers on fields with a
+    K halo, and the call refused on fields without one (issue 28)."""
     check_program(program)
 
 

@@ -13,7 +13,7 @@ from types import FrameType
 from .ir.core import Location
 
 __all__ = ["Location", "StencilError", "StencilSyntaxError", "StencilTypeError",
-           "AccessRuleError", "ArgumentError", "BackendError"]
+           "AccessRuleError", "ArgumentError", "BackendError", "UndefinedReadWarning"]
 
 
 class StencilError(ValueError):
@@ -55,6 +55,16 @@ class ArgumentError(StencilError):
 
 class BackendError(StencilError):
     """A compiler or device is missing, or compilation failed."""
+
+
+class UndefinedReadWarning(UserWarning):
+    """A temporary may be read where no statement wrote it (written in one branch of an
+    ``if`` only, and read outside it): the definition runs, but the value read there is
+    undefined, as in GT4Py."""
+
+    def __init__(self, message: str, *, stencil: str | None = None, loc: Location | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(str(StencilError(message, stencil=stencil, loc=loc, hint=hint)))
 
 
 def did_you_mean(word: str, choices: object) -> str:

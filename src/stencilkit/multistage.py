@@ -8,11 +8,12 @@ halo every field needs, allocates (and keeps) temporaries, and runs the generate
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FunctionType
 
 import numpy as np
@@ -47,6 +48,9 @@ class Geometry:
     origins: dict[str, Origin]
     domain: tuple[int, int, int]
     temp_shapes: dict[str, tuple[int, int, int]]
+    # the shapes of the fields the stencil allocates: 2-D temporaries (I, J), the level
+    # index (K)
+    plane_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 class ComputationStencil:
@@ -80,11 +84,13 @@ class ComputationStencil:
         dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
         self._builds: dict[tuple, object] = {}
         self._geo_cache: dict[tuple, Geometry] = {}
-        written = tuple(f.name for f in typed.fields
+        # the caller passes every field but the 2-D temporaries, which calls allocate
+        self._parameter_fields = typed.parameter_fields
+        written = tuple(f.name for f in self._parameter_fields
                         if any(f.name in ms.written for ms in self.schedule.multistages))
         self._arguments = ComputationArguments(
-            typed, self.__name__, parsed.params[:func.__code__.co_argcount],
-            parameter_defaults(func), written)
+            dataclasses.replace(typed, fields=self._parameter_fields), self.__name__,
+            parsed.params[:func.__code__.co_argcount], parameter_defaults(func), written)
         # Temporaries are reused between calls, per thread: concurrent calls from several
         # threads must not share them.
         self._local = threading.local()
@@ -173,9 +179,9 @@ class ComputationStencil:
                                         hint="pass exec_info={} (or None)")
                 exec_info["call_start_time"] = time.perf_counter()
             values = self._arguments.bind(args, kwargs)
-            fields = {f.name: values[f.name] for f in self.definition.fields}
+            fields = {f.name: values[f.name] for f in self._parameter_fields}
             if origin is None:
-                origin = _gt_origins(self.definition, fields)
+                origin = _gt_origins(self._parameter_fields, fields)
             on_device = any(map(integrations.is_device, fields.values()))
             if on_device:  # CuPy arrays: checked and built on host stand-ins, run in place
                 from .integrations import device
@@ -200,6 +206,8 @@ class ComputationStencil:
                 if geo_key is not None:
                     self._geo_cache[geo_key] = geo
             temps = self._temporaries(geo, plan, chosen)
+            if geo.plane_shapes:
+                values, fields = self._planes(geo, chosen, values, fields, on_device)
             _, run = self._build(chosen, fields)
             written: dict[str, np.ndarray] = {}
             if chosen.capabilities.compiled and not on_device:  # type: ignore[union-attr]
@@ -243,8 +251,9 @@ class ComputationStencil:
     def _geometry(self, fields: dict[str, np.ndarray], origin: object, domain: object,
                   validate: bool, plan: Plan) -> Geometry:
         defn = self.definition
+        params = self._parameter_fields
         given: dict[str, tuple[int, ...]] = {}
-        names = {f.name for f in defn.fields} | {"_all_"}
+        names = {f.name for f in params} | {"_all_"}
         if isinstance(origin, dict):
             for k, v in origin.items():
                 if k not in names:
@@ -254,11 +263,11 @@ class ComputationStencil:
                 given[k] = self._int_tuple(v, f"origin of '{k}'", (1, 2, 3))
         elif origin is not None:
             o = self._int_tuple(origin, "origin", (1, 2, 3))
-            given = {f.name: o for f in defn.fields}
+            given = {f.name: o for f in params}
         origins: dict[str, Origin] = {}
-        defaults = {f.name: self._own_origin(f.name) for f in defn.fields}
-        shared = _shared_origin(defn, fields, defaults)
-        for f in defn.fields:
+        defaults = {f.name: self._own_origin(f.name) for f in params}
+        shared = _shared_origin(params, fields, defaults)
+        for f in params:
             default = shared.get(f.name, defaults[f.name])
             if f.name in given:
                 o = given[f.name]
@@ -286,12 +295,24 @@ class ComputationStencil:
             origins[t] = (-ext[0], -ext[2], below)
             temp_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2],
                               dom[2] + below + above)
-        return Geometry(origins, dom, temp_shapes)  # type: ignore[arg-type]
+        plane_shapes: dict[str, tuple[int, ...]] = {}
+        for t in defn.planes:
+            ext = plan.schedule.extent(t)
+            origins[t] = (-ext[0], -ext[2], 0)
+            plane_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2])
+        if defn.level_index:  # read shifted through helpers: levels beyond the domain too
+            below, above = self._k_need(defn.level_index, dom[2], plan.schedule)
+            origins[defn.level_index] = (0, 0, below)
+            plane_shapes[defn.level_index] = (dom[2] + below + above,)
+        return Geometry(origins, dom, temp_shapes, plane_shapes)  # type: ignore[arg-type]
 
     def _own_origin(self, name: str) -> Origin:
+        """The default origin: the horizontal halo the field needs, and 0 in K. Intervals
+        name levels counted from the origin, so a K default moved by the vertical halo would
+        change what every interval of the definition means (``interval(...)`` would skip
+        level 0); a vertical halo the field lacks is an error, as in GT4Py."""
         ext = self.schedule.extent(name)
-        below, _ = self._k_need(name, 1 << 20)
-        return (-ext[0], -ext[2], below)
+        return (-ext[0], -ext[2], 0)
 
     def _int_tuple(self, value: object, what: str, lengths: tuple[int, ...]
                    ) -> tuple[int, ...]:
@@ -319,7 +340,7 @@ class ComputationStencil:
         dom = []
         for axis_i, axis in enumerate("IJK"):
             best = None
-            for f in self.definition.fields:
+            for f in self._parameter_fields:
                 if axis not in f.axes:
                     continue
                 n = fields[f.name].shape[f.axes.index(axis)]
@@ -331,7 +352,7 @@ class ComputationStencil:
         nk = dom[2]
         for _ in range(4):  # K halo above may depend on nk through interval bounds
             shrink = 0
-            for f in self.definition.fields:
+            for f in self._parameter_fields:
                 if "K" in f.axes:
                     _, above = self._k_need(f.name, nk)
                     n = fields[f.name].shape[f.axes.index("K")]
@@ -355,7 +376,7 @@ class ComputationStencil:
             hint=f"use a domain of at least {least} points along {axis}")
 
     def _check_halos(self, fields, origins, dom) -> None:
-        for f in self.definition.fields:
+        for f in self._parameter_fields:
             a = fields[f.name]
             ext = self.schedule.extent(f.name)
             below, above = self._k_need(f.name, dom[2])
@@ -392,6 +413,42 @@ class ComputationStencil:
         self._local.temps = (key, temps)  # keep only the latest geometry's buffers
         return temps
 
+    def refuse_planes(self, where: str) -> None:
+        """The calls that bind fields without ``__call__`` (from jitted code, over MPI) do not
+        allocate 2-D temporaries or the level index yet: they refuse such a definition."""
+        internal = self.definition.fields[len(self._parameter_fields):]
+        if internal:
+            raise ArgumentError(f"{where} cannot run a computation with 2-D temporaries or K "
+                                f"read as a value ({', '.join(f.name for f in internal)}) yet",
+                                stencil=self.__name__, loc=self.definition.loc,
+                                hint="call the stencil from Python on NumPy arrays, or pass "
+                                     "the plane as a Field[IJ, ...] parameter")
+
+    def _planes(self, geo: Geometry, backend: registry.Backend, values: dict[str, object],
+                fields: dict[str, object], on_device: bool
+                ) -> tuple[dict[str, object], dict[str, object]]:
+        """``values`` and ``fields`` with the fields the stencil allocates: the 2-D
+        temporaries, zeroed planes new for each call (a plane carries values across levels
+        and computations within one call only; zeroing one costs a fraction of the call),
+        and the level index (level k of the domain holds k)."""
+        values, fields = dict(values), dict(fields)
+        level = self.definition.level_index
+        for f in self.definition.fields:
+            if f.name not in geo.plane_shapes:
+                continue
+            host = np.zeros(geo.plane_shapes[f.name], f.dtype)
+            if f.name == level:
+                host[:] = np.arange(host.size) - geo.origins[level][2]
+            if on_device:
+                from .integrations import device
+
+                xp = storage.array_module(backend)
+                values[f.name] = device.cuda_view(backend, xp.asarray(host))
+                fields[f.name] = device.stand_in(values[f.name], writable=True)
+            else:
+                values[f.name] = fields[f.name] = host
+        return values, fields
+
     # ------------------------------------------------------------ code
 
     def _plan(self, backend: registry.Backend) -> Plan:
@@ -425,28 +482,28 @@ def _hashable(value: object) -> object:
     return tuple(value)  # type: ignore[arg-type]
 
 
-def _gt_origins(defn: c.ComputationDef, fields: dict[str, object]) -> dict | None:
+def _gt_origins(params: tuple[c.FieldDecl, ...], fields: dict[str, object]) -> dict | None:
     """GT4Py's storage protocol: a field carrying ``__gt_origin__`` (``stencilkit.storage``
     with ``aligned_index=``, or another library's storage) has that origin when the call
     gives none; the grid axes' entries only (data dimensions follow them)."""
     found = {}
-    for f in defn.fields:
+    for f in params:
         o = getattr(fields[f.name], "__gt_origin__", None)
         if o is not None:
             found[f.name] = tuple(int(x) for x in o)[:len(f.axes)]
     return found or None
 
 
-def _shared_origin(defn: c.ComputationDef, fields: dict[str, np.ndarray],
+def _shared_origin(params: tuple[c.FieldDecl, ...], fields: dict[str, np.ndarray],
                    own: dict[str, Origin]) -> dict[str, Origin]:
     """When every 3-D field has one shape: the origin they share (per axis, the largest halo
     any of them needs), so that equally shaped arrays are indexed alike; 2-D and 1-D fields of
     the same sizes along their axes share it too."""
-    shapes = {np.shape(fields[f.name])[:3] for f in defn.fields if f.axes == "IJK"}
+    shapes = {np.shape(fields[f.name])[:3] for f in params if f.axes == "IJK"}
     if len(shapes) != 1:
         return {}
     shape = shapes.pop()
-    members = [f for f in defn.fields
+    members = [f for f in params
                if all(i < np.ndim(fields[f.name]) and
                       np.shape(fields[f.name])[i] == shape["IJK".index(a)]
                       for i, a in enumerate(f.axes))]

@@ -122,6 +122,7 @@ def _check_scalar(comp: ComputationStencil, s, t: object) -> None:
 
 
 def _implementation(comp: ComputationStencil, args: tuple, kwargs: dict):
+    comp.refuse_planes("a call from jitted code")  # typing the call: raised as it is
     params = comp.definition.params
     if len(args) == len(params) + len(PYTHON_ONLY) and not kwargs:
         # Numba's inliner types the call again with the arguments folded by the

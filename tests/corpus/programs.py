@@ -6,7 +6,11 @@ temporaries from random arithmetic (``+ - *``, ``min``, ``max``, ``abs``, ``sqrt
 conditional expressions) over reads at horizontal and vertical offsets, with ``if``/``else``,
 FORWARD/BACKWARD recurrences through fields and through temporaries read at previous levels,
 and optionally (``features``): swaps ``t = x; x = y; y = t``, temporaries local to an
-``if`` branch, horizontal regions, and deliberately invalid statements.
+``if`` branch, horizontal regions, deliberately invalid statements, typed 2-D temporaries
+(``p1: Field[IJ, np.float64] = ...`` in FORWARD/BACKWARD computations, carrying their value
+from level to level and into later computations), and a K halo (``k_halo``: the fields
+have levels below and above the domain, and the first computation, FORWARD from level 0,
+reads below it, as ``a = a + a[0, 0, -1]`` over ``interval(...)`` does).
 
 Every program is valid for GT4Py and for stencilkit by construction (except the invalid
 ones), and has one defined result: the generator respects the union of both rule sets --
@@ -21,7 +25,10 @@ ones), and has one defined result: the generator respects the union of both rule
     in the same interval block, or (at any offset) when an earlier computation assigned
     them at every level; a *carry* temporary of a FORWARD/BACKWARD computation, assigned
     first in every interval, is read at the previous levels only;
-  * vertical offsets stay inside the levels (intervals are chosen with that in mind);
+  * vertical offsets stay inside the levels (intervals are chosen with that in mind), or
+    inside the K halo of a ``k_halo`` program;
+  * a 2-D temporary is written only at the top level of a FORWARD/BACKWARD block (GT4Py
+    refuses it in PARALLEL), and read at zero offset after its first assignment;
   * inside ``if`` and region bodies nothing written in the body is read with an offset.
 The array halo is the number of statements that read with a horizontal offset, an upper
 bound of every extent.
@@ -34,7 +41,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 NX, NY, NZ = 4, 3, 5
-FEATURES = frozenset({"swap", "branch_temps", "regions", "invalid"})
+FEATURES = frozenset({"swap", "branch_temps", "regions", "invalid", "planes", "k_halo"})
 
 # (start level, end level, interval(...) text); NZ = 5
 _LAYOUTS = (
@@ -58,14 +65,15 @@ class Program:
     halo: int
     features: frozenset[str]
     invalid: bool                     # holds a statement both frontends must reject
+    k_halo: int = 0                   # levels below and above the domain
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return (NX + 2 * self.halo, NY + 2 * self.halo, NZ)
+        return (NX + 2 * self.halo, NY + 2 * self.halo, NZ + 2 * self.k_halo)
 
     @property
     def origin(self) -> tuple[int, int, int]:
-        return (self.halo, self.halo, 0)
+        return (self.halo, self.halo, self.k_halo)
 
     @property
     def domain(self) -> tuple[int, int, int]:
@@ -103,14 +111,17 @@ class _Builder:
         self.k_read_globals: set[str] = set()
         self.n_temps = 0
         self.offset_statements = 0
-        self.uses = {"swap": False, "branch_temps": False, "regions": False}
+        self.uses = {"swap": False, "branch_temps": False, "regions": False,
+                     "planes": False, "k_halo": False}
+        self.k_halo = draw(st.integers(1, 2)) if "k_halo" in features else 0
+        self.planes: set[str] = set()     # 2-D temporaries assigned so far
         self.invalid = False
         self._has_offset = False
         self.lines: list[str] = []
 
     # -- expressions ---------------------------------------------------------------------
-    def _dk_range(self, sc: _Scope) -> tuple[int, int]:
-        return max(-2, -sc.start), min(2, NZ - sc.end)
+    def _dk_range(self, sc: _Scope, halo: int = 0) -> tuple[int, int]:
+        return max(-2, -sc.start - halo), min(2, NZ - sc.end + halo)
 
     def _readable(self, sc: _Scope) -> list[tuple[str, str]]:
         """(name, kind) of everything this scope may read."""
@@ -120,13 +131,15 @@ class _Builder:
         out += [(t, "local") for t in sorted(sc.local_temps)]
         if sc.carry is not None:
             out.append((sc.carry, "carry"))
+        out += [(p, "plane") for p in sorted(self.planes)]
         if sc.clean_only:
             out = [(name, kind) for name, kind in out if name in self.clean]
         return out
 
     def _offsets(self, sc: _Scope, name: str, kind: str) -> tuple[int, int, int] | None:
         d = self.draw
-        lo, hi = self._dk_range(sc)
+        # the K halo holds input values of fields; temporaries have none
+        lo, hi = self._dk_range(sc, self.k_halo if kind == "field" else 0)
         horizontal = name not in sc.forbid_offset and name in self.clean
         if kind == "field":
             vertical = not (sc.policy == "PARALLEL" and name in sc.written)
@@ -134,7 +147,7 @@ class _Builder:
             vertical = False
         elif kind == "global":
             vertical = True
-        elif kind == "local":
+        elif kind in ("local", "plane"):
             horizontal = vertical = False
         else:  # carry: previous levels only; its own level once assigned
             # only levels this computation has visited: it assigns the carry at each
@@ -176,6 +189,8 @@ class _Builder:
         if any(off[:2]):
             self._has_offset = True
         if off == (0, 0, 0):
+            if kind == "plane":  # 2-D: two offsets, or none
+                return name if d(st.integers(0, 3)) else f"{name}[0, 0]"
             return name if d(st.integers(0, 3)) else f"{name}[0, 0, 0]"
         return f"{name}[{off[0]}, {off[1]}, {off[2]}]"
 
@@ -216,7 +231,8 @@ class _Builder:
             self.clean.add(name)
         return name
 
-    def assign(self, sc: _Scope, target: str, indent: str) -> None:
+    def assign(self, sc: _Scope, target: str, indent: str, annotation: str = "",
+               prefix: str = "") -> None:
         self._has_offset = False
         sc.forbid_offset = frozenset({target})
         sc.clean_only = target in self.clean
@@ -224,7 +240,28 @@ class _Builder:
         sc.forbid_offset = frozenset()
         sc.clean_only = False
         self.offset_statements += self._has_offset
-        self.lines.append(f"{indent}{target} = {rhs}")
+        self.lines.append(f"{indent}{target}{annotation} = {prefix}{rhs}")
+
+    def plane(self, sc: _Scope, indent: str) -> None:
+        """A new 2-D temporary (annotated at its first assignment) or an update of one."""
+        d = self.draw
+        if self.planes and d(st.booleans()):
+            p = d(st.sampled_from(sorted(self.planes)))
+            self.assign(sc, p, indent, prefix=f"{p} + ")
+        else:
+            p = self._new_temp("p")
+            self.assign(sc, p, indent, annotation=": Field[IJ, np.float64]")
+            self.planes.add(p)
+        self.uses["planes"] = True
+
+    def below(self, sc: _Scope, indent: str) -> None:
+        """``f = f[0, 0, -k] + ...`` at the first level of a FORWARD computation: reads the
+        K halo there (``interval(...)`` starts at level 0)."""
+        d = self.draw
+        f = d(st.sampled_from(sorted(sc.written)))
+        src = d(st.sampled_from((f, *self.fields)))
+        self.assign(sc, f, indent, prefix=f"{src}[0, 0, {-self.k_halo}] + ")
+        self.uses["k_halo"] = True
 
     def body(self, sc: _Scope, indent: str, allow_if: bool) -> None:
         """One to three statements inside an ``if``/``else`` or region."""
@@ -286,6 +323,12 @@ class _Builder:
             kinds.append("region")
         if "invalid" in self.features and not self.invalid and d(st.integers(0, 29)) == 0:
             self.invalid_statement(sc, indent)
+        if self.k_halo and not self.uses["k_halo"]:
+            self.below(sc, indent)
+        if "planes" in self.features and sc.policy != "PARALLEL":
+            kinds += ["plane", "plane"]
+            if not self.uses["planes"]:  # first, so that the block's statements read it
+                self.plane(sc, indent)
         for _ in range(d(st.integers(1, 4))):
             kind = d(st.sampled_from(kinds))
             if kind == "field":
@@ -301,6 +344,8 @@ class _Builder:
                 self.if_statement(sc, indent)
             elif kind == "region":
                 self.region_statement(sc, indent)
+            elif kind == "plane":
+                self.plane(sc, indent)
             else:
                 self.swap(sc, indent)
                 temps_here |= sc.block_temps
@@ -312,6 +357,10 @@ class _Builder:
         d = self.draw
         policy = d(st.sampled_from(("PARALLEL", "FORWARD", "BACKWARD")))
         layout = d(st.sampled_from(_LAYOUTS))
+        if self.k_halo and not self.uses["k_halo"]:  # FORWARD from level 0 reads below it
+            policy, layout = "FORWARD", d(st.sampled_from(_LAYOUTS[:4]))
+        if "planes" in self.features and not self.uses["planes"] and policy == "PARALLEL":
+            policy = "FORWARD"  # every such program holds a 2-D temporary
         n_written = 2 if "swap" in self.features else 1
         written = frozenset(d(st.lists(st.sampled_from(self.outputs), min_size=n_written,
                                        max_size=len(self.outputs), unique=True)))
@@ -345,7 +394,8 @@ class _Builder:
         params = ", ".join(f"{f}: Field[np.float64]" for f in self.fields) + ", s0: float"
         name = "random_program"
         imports = ("BACKWARD, FORWARD, PARALLEL, Field, computation, interval, sqrt"
-                   + (", I, J, horizontal, region" if self.uses["regions"] else ""))
+                   + (", I, J, horizontal, region" if self.uses["regions"] else "")
+                   + (", IJ" if self.uses["planes"] else ""))
         source = "\n".join([
             "import numpy as np",
             "",
@@ -356,7 +406,8 @@ class _Builder:
             *self.lines,
             "",
         ])
-        return Program(name, source, self.fields, self.offset_statements, used, self.invalid)
+        return Program(name, source, self.fields, self.offset_statements, used, self.invalid,
+                       self.k_halo)
 
 
 @st.composite

@@ -19,10 +19,11 @@ whole extended IJ plane of the current K level before the next one runs. From th
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 
 from .. import dtypes
-from ..errors import AccessRuleError
+from ..errors import AccessRuleError, UndefinedReadWarning
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import walk
@@ -82,6 +83,7 @@ def type_computation(defn: c.ComputationDef) -> c.ComputationDef:
     typer = _ComputationTyper(defn.name, scalars, arrays, rules="numpy",
                               fields=frozenset(arrays))
     typer.temporaries = temps
+    typer.declared = dict(defn.declared)
     typer.data_dims = {f.name: f.data_dims for f in defn.fields if f.data_dims}
     bodies = [iv.body for b in defn.blocks for iv in b.intervals]
     everything = tuple(s for body in bodies for s in body)
@@ -284,33 +286,76 @@ def _check_intervals_disjoint(defn: c.ComputationDef) -> None:
 
 def _check_definite_writes(defn: c.ComputationDef) -> None:
     """A temporary must be written before it is read, on the path that reads it: in program
-    order, where a write inside an ``if`` or ``while`` body counts for the rest of that body
-    (and, as GT4Py's analysis is not path-sensitive beyond that, after the statement too)."""
-    temps = {t for t, _ in defn.temporaries}
+    order; a read that no write precedes on any path is an error. A write inside an ``if``
+    (or ``while``) body on one path only makes the value defined where that path ran: a read
+    under the same conditions (``if c: t = ...`` ... ``if c: b = t``) is defined, as it is
+    in GT4Py; a read outside them may read a value nothing wrote, and is reported with
+    ``UndefinedReadWarning`` naming the branch that writes it (GT4Py reads uninitialized
+    memory there; the definition still runs, as GT4Py's does)."""
+    temps = {t for t, _ in defn.temporaries} | set(defn.planes)
+    warned: set[tuple[str, object]] = set()
 
-    def check(e: d.Node, visible: set[str]) -> None:
+    def check(e: d.Node, definite: set[str], maybe: dict[str, list[tuple]],
+              path: tuple) -> None:
         for acc in (n for n in walk(e) if isinstance(n, d.Access)):
-            if acc.field in temps and acc.field not in visible:
+            if acc.field not in temps or acc.field in definite:
+                continue
+            paths = maybe.get(acc.field)
+            if not paths:
                 raise _rule_error(
                     "undefined read", f"temporary '{acc.field}' is read before any statement "
                     "writes it, so its value is undefined", defn, acc.loc,
                     "assign the temporary first (or in an earlier computation)")
+            keys = [step[:2] for step in path]
+            if any(all(step[:2] in keys for step in p) for p in paths):
+                continue  # read under the conditions it was written under
+            if (acc.field, acc.loc) in warned:
+                continue
+            warned.add((acc.field, acc.loc))
+            where = " and ".join(_branch(step) for step in paths[0] if step not in path)
+            warnings.warn(UndefinedReadWarning(
+                f"temporary '{acc.field}' is written only {where}, and read here outside "
+                "that branch: where it did not run, the value read is undefined",
+                stencil=defn.name, loc=acc.loc,
+                hint=f"assign '{acc.field}' on every path before this read (e.g. a default "
+                     "value before the `if`)"), stacklevel=5)
 
-    def visit(body: tuple[d.Stmt, ...], visible: set[str]) -> None:
+    def visit(body: tuple[d.Stmt, ...], definite: set[str], maybe: dict[str, list[tuple]],
+              path: tuple) -> None:
         for s in body:
             match s:
-                case d.Assign(value=v):
-                    check(v, visible)
+                case d.Assign(target=t, value=v):
+                    check(v, definite, maybe, path)
+                    definite.add(t)
                 case d.If(cond=cond, body=b, orelse=o):
-                    check(cond, visible)
-                    visit(b, set(visible))
-                    visit(o, set(visible))
+                    check(cond, definite, maybe, path)
+                    branches = []
+                    for stmts, taken in ((b, True), (o, False)):
+                        step = (cond, taken, s.loc)
+                        db, mb = set(definite), {k: list(v) for k, v in maybe.items()}
+                        visit(stmts, db, mb, path + (step,))
+                        branches.append((db, mb, step))
+                    both = branches[0][0] & branches[1][0]
+                    for db, mb, step in branches:
+                        for name in db - both:
+                            maybe.setdefault(name, []).append(path + (step,))
+                        for name, paths in mb.items():
+                            maybe.setdefault(name, [])
+                            maybe[name] += [p for p in paths if p not in maybe[name]]
+                    definite |= both
                 case d.While(cond=cond, body=b):
-                    check(cond, visible)
-                    visit(b, set(visible))
+                    check(cond, definite, maybe, path)
+                    step = ("while", id(s), s.loc)  # the body may not run at all
+                    db, mb = set(definite), {k: list(v) for k, v in maybe.items()}
+                    visit(b, db, mb, path + (step,))
+                    for name in db - definite:
+                        maybe.setdefault(name, []).append(path + (step,))
+                    for name, paths in mb.items():
+                        maybe.setdefault(name, [])
+                        maybe[name] += [p for p in paths if p not in maybe[name]]
                 case _:
-                    check(s, visible)
-            visible |= writes(s)
+                    check(s, definite, maybe, path)
+                    definite |= writes(s)
 
     written_before: set[str] = set()
     for block in defn.blocks:
@@ -318,8 +363,15 @@ def _check_definite_writes(defn: c.ComputationDef) -> None:
         # FORWARD/BACKWARD: a level may read what a later statement wrote at an earlier level
         visible = written_before | (block_writes if block.policy != "PARALLEL" else set())
         for iv in block.intervals:
-            visit(iv.body, visible)
+            visit(iv.body, set(visible), {}, ())
         written_before |= block_writes
+
+
+def _branch(step: tuple) -> str:
+    kind, taken, loc = step
+    if kind == "while":
+        return f"inside the `while` at {loc}"
+    return f"when the condition of the `if` at {loc} {'holds' if taken else 'fails'}"
 
 
 def _levels(iv: c.IntervalBlock, nk: int) -> range:

@@ -141,6 +141,7 @@ class Typer:
         self.rules = rules
         self.fields = fields
         self.temporaries: frozenset[str] = frozenset()
+        self.declared: dict[str, DType] = {}  # variables whose annotation fixes their type
         self.vars: dict[str, DType] = {}
 
     def _promote(self, l: d.Expr, r: d.Expr) -> DType:
@@ -265,6 +266,9 @@ class Typer:
         if name in self.scalars or name in self.arrays:
             raise self.error(f"assignment to argument '{name}' is not allowed", loc,
                              "assign to a new local variable")
+        if name in self.declared:
+            self.vars[name] = self.declared[name]
+            return
         old = self.vars.get(name)
         self.vars[name] = t if old is None else dtypes.unify(old, t)
 

@@ -122,6 +122,7 @@ def _error(st, message: str, hint: str) -> ArgumentError:
 def _prepare(st, args: tuple, kwargs: dict, origin: object, domain: object,
              validate: bool) -> tuple[dict[str, object], Local]:
     """The bound arguments (checked every call) and the plan (cached per geometry)."""
+    st.refuse_planes("a call on distributed arrays")
     values = st._arguments.bind(args, kwargs)
     defn = st.definition
     fields = {f.name: values[f.name] for f in defn.fields}

@@ -17,10 +17,11 @@ import numpy as np
 
 from .. import dtypes as dtypes_mod
 from ..errors import Location, StencilSyntaxError, StencilTypeError
-from ..gtscript import Axis, FieldType, Policy
+from ..gtscript import Policy
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import walk
+from . import temporaries
 from .computation_translate import ComputationTranslator, Context
 from .source import SourceFunction, closure_namespace, parse_function
 from .translate import assigned_names
@@ -50,17 +51,20 @@ def dsl_source(func: FunctionType, stencil: str | None = None) -> SourceFunction
     return dataclasses.replace(src, namespace={**gtscript.vocabulary(), **src.namespace})
 
 
-def _annotation(func: FunctionType, param: str, raw: object, dtype_map: dict[str, object],
+def _annotation(func: FunctionType, param: str, raw: object, names: dict[str, object],
                 name: str, loc: Location) -> object:
     """A parameter's annotation as an object; strings (``from __future__ import
-    annotations``, symbolic dtypes) are evaluated with the gtscript names available."""
+    annotations``, symbolic dtypes) are evaluated with the gtscript names available, and
+    ``names`` (the externals and ``dtypes=``: ``Field[dtype]`` may name a dtype given
+    there) under the function's own scope."""
     from .. import gtscript
 
     if not isinstance(raw, str):
         return raw
-    if raw in dtype_map:
+    if raw in names:
         return raw
-    scope = {**gtscript.vocabulary(), "np": np, "numpy": np, **closure_namespace(func)}
+    scope = {**gtscript.vocabulary(), "np": np, "numpy": np, **names,
+             **closure_namespace(func)}
     try:
         return eval(raw, scope)  # noqa: S307 (the user's own annotation text)
     except Exception as exc:
@@ -70,19 +74,8 @@ def _annotation(func: FunctionType, param: str, raw: object, dtype_map: dict[str
                                       "symbolic dtypes through dtypes={...}") from None
 
 
-def _field_type(t: object) -> FieldType | None:
-    """Our ``Field[...]``, or GT4Py's field descriptor (recognised by its attributes)."""
-    if isinstance(t, FieldType):
-        return t
-    if type(t).__name__ == "_FieldDescriptor" and hasattr(t, "axes"):
-        axes = tuple(Axis(getattr(a, "name", str(a))) for a in t.axes)  # type: ignore[attr-defined]
-        dims = tuple(int(n) for n in getattr(t, "data_dims", ()))
-        return FieldType(axes, t.dtype, dims)  # type: ignore[attr-defined]
-    return None
-
-
 def _parameters(func: FunctionType, tree: ast.FunctionDef, src: SourceFunction,
-                dtype_map: dict[str, object]
+                dtype_map: dict[str, object], externals: dict[str, object]
                 ) -> tuple[tuple[str, ...], dict[str, c.FieldDecl], dict[str, np.dtype]]:
     name = src.name
     a = tree.args
@@ -99,22 +92,22 @@ def _parameters(func: FunctionType, tree: ast.FunctionDef, src: SourceFunction,
             raise StencilSyntaxError(f"parameter '{p}' has no annotation", stencil=name,
                                      loc=src.loc(tree), hint="annotate with Field[...] or a "
                                                              "scalar type such as float")
-        t = _annotation(func, p, raw[p], dtype_map, name, src.loc(tree))
-        ft = None
+        # a name for a dtype: given through dtypes=, else an external of that name
+        names = {**externals, **dtype_map}
+        t = _annotation(func, p, raw[p], names, name, src.loc(tree))
         try:
-            ft = _field_type(t)
+            ft = temporaries.field_type(t)
+            what = f"parameter '{p}'"
             if ft is not None:
-                ft = ft.resolved(dtype_map)
-                fields[p] = c.FieldDecl(p, "".join(x.value for x in ft.axes), ft.dtype,
+                fields[p] = c.FieldDecl(p, "".join(x.value for x in ft.axes),
+                                        temporaries.resolve_dtype(ft.dtype, names, what),
                                         ft.data_dims)
             else:
-                scalars[p] = dtypes_mod.as_dtype(dtype_map.get(t, t) if isinstance(t, str) else t)
+                scalars[p] = temporaries.resolve_dtype(t, names, what)
         except StencilTypeError as exc:
-            symbolic = isinstance(t, str) or (ft is not None and isinstance(ft.dtype, str))
-            hint = ("give it through dtypes={...}" if symbolic
-                    else exc.hint or "annotate with Field[...] or a scalar type such as float")
-            raise StencilSyntaxError(f"parameter '{p}': {exc.bare_message}", stencil=name,
-                                     loc=src.loc(tree), hint=hint) from None
+            raise StencilSyntaxError(exc.bare_message, stencil=name, loc=src.loc(tree),
+                                     hint=exc.hint or "annotate with Field[...] or a scalar "
+                                                      "type such as float") from None
     return params, fields, scalars
 
 
@@ -127,13 +120,19 @@ def parse_computation(func: FunctionType, externals: dict[str, object] | None = 
     src = dsl_source(func)
     tree = src.tree
     assert isinstance(tree, ast.FunctionDef)
-    params, fields, scalars = _parameters(func, tree, src, dict(dtypes or {}))
+    params, fields, scalars = _parameters(func, tree, src, dict(dtypes or {}),
+                                          dict(externals or {}))
     ext = dict(externals or {})
     body = list(tree.body)
     local_names = sorted(assigned_names(body) - set(params))
-    ctx = Context(name, fields, set(scalars), ext, list(local_names))
+    ctx = Context(name, dict(fields), set(scalars), ext, list(local_names),
+                  dtype_map=dict(dtypes or {}))
     aliases = {n: n for n in (*fields, *local_names)}
     tr = ComputationTranslator(src, ctx, aliases=aliases)
+    for s in body:  # externals first: an annotation may name one
+        if isinstance(s, ast.ImportFrom) and s.module == "__externals__":
+            tr.import_externals(s)
+    temporaries.declare(tr, body)
     blocks: list[c.VerticalBlock] = []
     for i, s in enumerate(body):
         if isinstance(s, ast.ImportFrom) and s.module in ("__externals__", "__gtscript__"):
@@ -145,10 +144,14 @@ def parse_computation(func: FunctionType, externals: dict[str, object] | None = 
             tr.compile_assert(s.value)  # type: ignore[arg-type]
             continue
         if isinstance(s, ast.If):  # a compile-time choice between computations
-            known, chosen = tr.static(s.test)
+            known, chosen = tr.static_truth(s.test)
             if known:
                 body[i + 1:i + 1] = s.body if chosen else s.orelse
                 continue
+            raise tr.error(s, f"the condition `{ast.unparse(s.test)}` of this `if` around "
+                              "computations is not known at compile time",
+                           "use externals and literals only (a run-time condition goes inside "
+                           "the computation)")
         if not isinstance(s, ast.With):
             raise StencilSyntaxError("statements of a computation must be inside "
                                      "`with computation(...)` blocks", stencil=name,
@@ -159,9 +162,13 @@ def parse_computation(func: FunctionType, externals: dict[str, object] | None = 
             for b in blocks for n in walk(b) if isinstance(n, (d.Access, d.Name))}
     unused_none = {p for p, v in parameter_defaults(func).items() if v is None and p not in used}
     definition = c.ComputationDef(
-        name, params, tuple(f for f in fields.values() if f.name not in unused_none),
+        name, params, tuple(f for f in fields.values() if f.name not in unused_none)
+        + tuple(ctx.planes.values())
+        + ((ctx.fields[ctx.level_index],) if ctx.level_index else ()),
         tuple(c.ScalarDecl(n, t) for n, t in scalars.items() if n not in unused_none),
         tuple(blocks), tuple((t, dtypes_mod.FLOAT64) for t in sorted(ctx.temporaries)),
+        planes=tuple(ctx.planes), declared=tuple(sorted(ctx.declared.items())),
+        level_index=ctx.level_index,
         loc=src.loc(tree))
     return definition, src
 

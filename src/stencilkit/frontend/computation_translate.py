@@ -15,6 +15,7 @@ offset in FORWARD/BACKWARD computations (``c.AssignAt``).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from types import FunctionType
@@ -27,12 +28,13 @@ from ..gtscript import DSL_NAMES, round_away_from_zero, vocabulary
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import rewrite, walk
-from . import functions, inlining, regions
+from . import axes, functions, inlining, regions
 from .inlining import is_helper
 from .source import SourceFunction
 from .static import (
     NotStatic,
     RunTime,
+    holds_runtime,
     is_inlined_call,
     static_value,
 )
@@ -50,8 +52,21 @@ class Context:
     scalars: set[str]
     externals: dict[str, object]
     temporaries: list[str] = field(default_factory=list)
+    dtype_map: dict[str, object] = field(default_factory=dict)  # dtypes= of the stencil
+    # typed temporaries (``temporaries.declare``): 2-D ones, also in ``fields``; 3-D dtypes
+    planes: dict[str, c.FieldDecl] = field(default_factory=dict)
+    declared: dict[str, np.dtype] = field(default_factory=dict)
+    level_index: str = ""  # the K field holding each level's index (``K`` read as a value)
     policy: str = ""  # of the computation being translated
     counter: itertools.count = field(default_factory=itertools.count)
+
+    def level_field(self) -> str:
+        """The field the stencil fills with the index of each level, made on first use."""
+        if not self.level_index:
+            self.level_index = self.fresh("level_index")
+            self.temporaries.remove(self.level_index)
+            self.fields[self.level_index] = c.FieldDecl(self.level_index, "K", dtypes.INT64)
+        return self.level_index
 
     def fresh(self, base: str) -> str:
         """A new temporary name that no field, scalar or temporary uses."""
@@ -113,6 +128,8 @@ class ComputationTranslator(Translator):
         found, value = self.lookup(name)
         if not found:
             raise NotStatic
+        if axes.axis_name(value) is not None:  # `K` as a value: the level, at run time
+            return RunTime()
         return value
 
     def static_lookup_or_none(self, name: str) -> object:
@@ -122,12 +139,27 @@ class ComputationTranslator(Translator):
     def static(self, node: ast.expr) -> tuple[bool, object]:
         """(True, value) when ``node`` is known at compile time, else (False, None)."""
         try:
-            return True, static_value(node, self.static_lookup)
+            value = static_value(node, self.static_lookup)
         except NotStatic:
             return False, None
         except Exception as exc:  # e.g. a division by zero among externals
             raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at compile time: "
                                    f"{exc}") from None
+        # a run-time name evaluates to itself (`if flag:` on a scalar parameter, a helper's
+        # argument): known only as "not None", so the condition is a run-time one
+        return (False, None) if holds_runtime(value) else (True, value)
+
+    def static_truth(self, node: ast.expr) -> tuple[bool, bool]:
+        """(True, truth) when the condition ``node`` is decided at compile time."""
+        known, value = self.static(node)
+        if not known:
+            return False, False
+        try:
+            return True, bool(value)
+        except Exception as exc:  # an array external: "truth value ... is ambiguous"
+            raise self.error(node, f"the truth of `{ast.unparse(node)}` cannot be decided at "
+                                   f"compile time: {exc}",
+                             "compare the value explicitly (e.g. `N > 0`, `X is None`)") from None
 
     def name(self, name: str, node: ast.expr) -> d.Expr:
         loc = self.src.loc(node)
@@ -139,6 +171,13 @@ class ComputationTranslator(Translator):
         if self.helper is None and name in self.ctx.scalars:
             return d.Name(name, loc=loc)
         found, value = self.lookup(name)
+        axis = axes.axis_name(value) if found else None
+        if axis == "K":
+            level = self.ctx.level_field()
+            return d.Access(level, self._offsets(level, _ZERO, node), loc=loc)
+        if axis is not None:
+            raise self.error(node, f"the parallel axis {axis} cannot be read as a value (only "
+                                   "K, the level index)", "pass the index as a field")
         if found:
             if value is None:
                 raise self.error(node, f"'{name}' is None and has no value in a computation",
@@ -229,11 +268,26 @@ class ComputationTranslator(Translator):
         return d.Access(acc.field, (*acc.offset[:2], k), loc=acc.loc)
 
     def expr(self, e: ast.expr) -> d.Expr:
+        e = self.axis_subscript(e)
         if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Subscript) \
                 and isinstance(e.value.value, ast.Name) \
                 and (e.value.value.id in self.aliases or e.value.value.id in self.bound):
             return self.element(e)
         return super().expr(e)
+
+    def axis_subscript(self, e: ast.expr) -> ast.expr:
+        """``f[K + 1]``, ``a[I - 1, J + 1]`` (GT4Py's axis offsets) as ``f[0, 0, 1]``,
+        ``a[-1, 1, 0]``; anything else as it is."""
+        if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)
+                and (e.value.id in self.aliases or e.value.id in self.bound)):
+            return e
+        off = axes.axis_offsets(self, e.slice)
+        if off is None:
+            return e
+        index = ast.Tuple([ast.copy_location(ast.Constant(o), e.slice) for o in off],
+                          ast.Load())
+        return ast.copy_location(ast.Subscript(e.value, ast.copy_location(index, e.slice),
+                                               e.ctx), e)
 
     def element(self, e: ast.Subscript) -> d.Access:
         """``f[di, dj, dk][n]``: one element of a field with data dimensions."""
@@ -317,16 +371,20 @@ class ComputationTranslator(Translator):
             case ast.ImportFrom(module="__externals__" | "__gtscript__"):
                 self.import_externals(s)
                 return []
+            case ast.AnnAssign(value=None):  # a declaration (read by temporaries.declare)
+                return []
             case ast.Expr(value=ast.Call() as call) if self._is_dsl(call.func, "compile_assert"):
                 self.compile_assert(call)
                 return []
             case ast.If(test=test, body=body, orelse=orelse):
-                known, chosen = self.static(test)
+                known, chosen = self.static_truth(test)
                 if known:
                     return list(self.stmts(body if chosen else orelse))
                 if is_inlined_call(test):
                     raise self.error(s, "the condition of __INLINED(...) is not known at "
                                         "compile time", "use only externals and literals in it")
+                if self.nesting is None and any(self._is_region(x) for x in body + orelse):
+                    return self.if_around_regions(s)
                 return [d.If(self.expr(test), self.nested_stmts(body, "an `if`"),
                              self.nested_stmts(orelse, "an `if`"), loc=loc)]
             case ast.With(items=items) if items and self._is_dsl_call(items[0].context_expr,
@@ -358,6 +416,29 @@ class ComputationTranslator(Translator):
                                  "unroll the loop, use a `while` loop over a temporary, or a "
                                  "FORWARD/BACKWARD computation")
         return super().stmt(s)
+
+    def _is_region(self, s: ast.stmt) -> bool:
+        return isinstance(s, ast.With) and bool(s.items) \
+            and self._is_dsl_call(s.items[0].context_expr, "horizontal")
+
+    def if_around_regions(self, s: ast.If) -> list[d.Stmt]:
+        """``if c: A; with horizontal(r): B; C`` (GT4Py allows a region in an ``if``): the
+        condition, evaluated once into a temporary, guards each statement of the branch in
+        turn, and a region's guarded body becomes the region's own unit
+        (``t = c; if t: A; region r: (if t: B); if t: C``). The statements run in the same
+        order, each over the whole plane, so the meaning is the same."""
+        loc = self.src.loc(s)
+        flag = self.ctx.fresh("if_region")
+        out: list[d.Stmt] = [d.Assign(flag, self.expr(s.test), loc=loc)]
+        taken = d.Access(flag, self._offsets(flag, _ZERO, s), loc=loc)
+        for branch, cond in ((s.body, taken), (s.orelse, d.UnaryOp("not", taken, loc=loc))):
+            for x in branch:
+                if self._is_region(x):
+                    out += [dataclasses.replace(unit, body=(d.If(cond, unit.body, (), loc=loc),))
+                            for unit in regions.horizontal(self, x)]
+                else:
+                    out.append(d.If(cond, self.nested_stmts([x], "an `if`"), (), loc=loc))
+        return out
 
     def nested_stmts(self, body: list[ast.stmt], where: str) -> tuple[d.Stmt, ...]:
         """``body``, nested in ``where`` (an if/while body, a region): no region starts there."""
@@ -417,7 +498,22 @@ class ComputationTranslator(Translator):
                                  "assign to a temporary of another name")
             raise self.error(s, f"'{name}' cannot be assigned here")
         field_name = self.aliases[name]
+        # GT4Py's rule: a write covers every axis the computation runs in parallel (I, J,
+        # and K in PARALLEL); a K-less field written at several levels in no order would
+        # keep whichever level ran last
+        parallel = "IJK" if self.ctx.policy == "PARALLEL" else "IJ"
+        axes = self.axes_of(field_name)
+        if not set(parallel) <= set(axes):
+            raise self.error(s, f"'{name}' (Field[{axes}]) is written in a {self.ctx.policy} "
+                                f"computation, which runs in parallel along {parallel}: a "
+                                "write must cover each of these axes",
+                             "write it in a FORWARD or BACKWARD computation"
+                             if {"I", "J"} <= set(axes) else "write a field with these axes")
+        decl = self.ctx.fields.get(field_name)
+        dims = decl.data_dims if decl is not None else ()
         if isinstance(target, ast.Name):
+            if dims:
+                return self.vector_store(field_name, dims, value, 0, s)
             return [d.Assign(field_name, value, loc=loc)]
         acc = self.expr(_as_load(target))
         assert isinstance(acc, d.Access)
@@ -430,13 +526,42 @@ class ComputationTranslator(Translator):
             raise self.error(s, f"'{name}' is written at the horizontal offset ({di}, {dj}); "
                                 "only vertical offsets can be written",
                              "write fields at offset [0, 0, dk] (read neighbours instead)")
-        if dk == 0 and not data_index:
-            return [d.Assign(field_name, value, loc=loc)]
         if dk and self.ctx.policy == "PARALLEL":
             raise self.error(s, f"'{name}' is written at the vertical offset {dk} in a "
                                 "PARALLEL computation, where levels run in no order",
                              "use computation(FORWARD) or computation(BACKWARD)")
+        if dims and not data_index:
+            return self.vector_store(field_name, dims, value, dk, s)
+        if dk == 0 and not data_index:
+            return [d.Assign(field_name, value, loc=loc)]
         return [c.AssignAt(field_name, value, k_offset=dk, data_index=data_index, loc=loc)]
+
+    def vector_store(self, field_name: str, dims: tuple[int, ...], value: d.Expr, dk: int,
+                     s: ast.stmt) -> list[d.Stmt]:
+        """``out = 3.0 * a`` on fields with data dimensions: one assignment per element,
+        each reading that element of every whole-vector read (GT4Py's element-wise
+        meaning); scalars and single elements (``a[0, 0, 0][1]``) are broadcast."""
+        loc = self.src.loc(s)
+        for n in walk(value):
+            if isinstance(n, d.Access) and len(n.offset) == 3:
+                other = self.ctx.fields.get(n.field)
+                theirs = other.data_dims if other is not None else ()
+                if theirs and theirs != dims:
+                    raise self.error(s, f"'{field_name}' has data dimensions {dims} but "
+                                        f"'{n.field}' has {theirs}",
+                                     "combine vectors of one shape, or index elements")
+
+        def element(index: tuple[int, ...]):
+            def pick(n: d.Node) -> d.Node | None:
+                if isinstance(n, d.Access) and len(n.offset) == 3 and n.field in self.ctx.fields \
+                        and self.ctx.fields[n.field].data_dims:
+                    return d.Access(n.field, (*n.offset, *(d.Const(i, dtype=dtypes.INT64)
+                                                           for i in index)), loc=n.loc)
+                return None
+            return rewrite(value, pick)
+
+        return [c.AssignAt(field_name, element(index), k_offset=dk, data_index=index, loc=loc)
+                for index in np.ndindex(*dims)]
 
     def return_stmt(self, s: ast.Return, value: ast.expr | None) -> list[d.Stmt]:
         if self.helper is None:
@@ -462,7 +587,7 @@ class ComputationTranslator(Translator):
     def compile_assert(self, call: ast.Call) -> None:
         if len(call.args) != 1 or call.keywords:
             raise self.error(call, "compile_assert() takes one condition")
-        known, ok = self.static(call.args[0])
+        known, ok = self.static_truth(call.args[0])
         if not known:
             raise self.error(call, "the condition of compile_assert() is not known at compile "
                                    "time", "use only externals and literals in it")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..gtscript import GTFunction
 from ..ir import definition as d
+from . import temporaries
 from .static import has_nested_return, return_shape, single_exit
 from .translate import assigned_names
 
@@ -64,6 +65,7 @@ def inline(tr: ComputationTranslator, helper: object,
         for n in ast.walk(s):
             if isinstance(n, ast.ImportFrom):
                 inner.import_externals(n)
+    temporaries.declare(inner, body)
     body = single_exit(static_body(inner, body))
     n_results, returns_tuple = return_shape(body, tree, func.__name__, inner.error)
     ret = body[-1]
@@ -89,7 +91,7 @@ def static_body(tr: ComputationTranslator, body: list[ast.stmt]) -> list[ast.stm
     out: list[ast.stmt] = []
     for s in body:
         if isinstance(s, ast.If):
-            known, chosen = tr.static(s.test)
+            known, chosen = tr.static_truth(s.test)
             if not known:
                 out.append(ast.copy_location(ast.If(test=s.test,
                                                     body=static_body(tr, s.body),

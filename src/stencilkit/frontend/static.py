@@ -54,6 +54,13 @@ for _dunder in ("bool", "eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub"
     setattr(RunTime, f"__{_dunder}__", RunTime._RunTime__unknown)  # type: ignore[attr-defined]
 
 
+def holds_runtime(value: object) -> bool:
+    """Whether a compile-time evaluation produced a run-time name (or a tuple with one)."""
+    if isinstance(value, RunTime):
+        return True
+    return isinstance(value, tuple) and any(map(holds_runtime, value))
+
+
 def is_inlined_call(node: ast.expr) -> bool:
     """``__INLINED(...)`` (ours, or GT4Py's, recognised by name)."""
     if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):

@@ -239,6 +239,11 @@ class Translator:
         return self.constant_value(value, node)
 
     def constant_value(self, value: object, node: ast.expr) -> d.Expr:
+        if isinstance(value, int) and not isinstance(value, bool) and not (
+                np.iinfo(np.int64).min <= value <= np.iinfo(np.uint64).max):
+            raise self.error(node, f"'{ast.unparse(node)}' = {value} does not fit a 64-bit "
+                                   "integer", f"use float({ast.unparse(node)}), or a smaller "
+                                              "value")
         if isinstance(value, (bool, int, float, complex, np.generic)) and not isinstance(
                 value, (str, bytes)):
             try:
@@ -248,6 +253,11 @@ class Translator:
             if t is not None:
                 v = value.item() if isinstance(value, np.generic) else value
                 return d.Const(v, dtype=t, loc=self.src.loc(node))
+            if isinstance(value, np.number):
+                raise self.error(node, f"'{ast.unparse(node)}' is a {type(value).__name__}, "
+                                       "a type stencils do not compute in",
+                                 f"convert it: float({ast.unparse(node)}) or "
+                                 f"np.float32({ast.unparse(node)})")
         raise self.error(node, f"'{ast.unparse(node)}' is a {type(value).__name__}, not a number",
                          "only numbers from the enclosing scope can be used as values in kernels")
 

@@ -125,11 +125,24 @@ class ComputationDef(Node):
     scalars: tuple[ScalarDecl, ...]
     blocks: tuple[VerticalBlock, ...]
     temporaries: tuple[tuple[str, np.dtype], ...] = ()
+    # fields that are 2-D temporaries (``tmp: Field[IJ, float]``): the stencil allocates
+    # them; they are no parameters
+    planes: tuple[str, ...] = ()
+    # temporaries whose annotation fixes their dtype (``tmp: Field[np.int32] = ...``)
+    declared: tuple[tuple[str, np.dtype], ...] = ()
+    # a Field[K] the stencil fills with each level's index (``K`` read as a value), or ""
+    level_index: str = ""
     _: KW_ONLY
     loc: Location | None = field(default=None, compare=False)
 
     def field(self, name: str) -> FieldDecl | None:
         return next((f for f in self.fields if f.name == name), None)
+
+    @property
+    def parameter_fields(self) -> tuple[FieldDecl, ...]:
+        """The fields the caller passes (all but the 2-D temporaries and the level index)."""
+        return tuple(f for f in self.fields
+                     if f.name not in self.planes and f.name != self.level_index)
 
 
 def format_computation(c: ComputationDef) -> str:
@@ -143,6 +156,11 @@ def format_computation(c: ComputationDef) -> str:
     lines = [f"computation {c.name}({head}):"]
     if c.temporaries:
         lines.append("    temporaries: " + ", ".join(f"{n}: {t}" for n, t in c.temporaries))
+    if c.planes:
+        lines.append("    2-D temporaries: " + ", ".join(
+            f"{n}: Field[IJ, {c.field(n).dtype}]" for n in c.planes))  # type: ignore[union-attr]
+    if c.level_index:
+        lines.append(f"    level index (K): {c.level_index}: Field[K, int64]")
     for b in c.blocks:
         lines.append(f"    with computation({b.policy}):")
         for iv in b.intervals:
