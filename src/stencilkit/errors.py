@@ -8,9 +8,15 @@ what to change; :func:`located` builds them uniformly.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from types import FrameType
+from typing import TypeVar
 
 from .ir.core import Location
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 __all__ = ["Location", "StencilError", "StencilSyntaxError", "StencilTypeError",
            "AccessRuleError", "ArgumentError", "BackendError", "UndefinedReadWarning"]
@@ -100,3 +106,16 @@ def at_call(exc: StencilError, caller: FrameType | None, *, note_call: bool = Tr
     if not current().full_tracebacks:
         exc.with_traceback(None)
     return exc
+
+
+def definition_trimmed(wrap: Callable[[T], R]) -> Callable[[T], R]:
+    """A decorator's ``wrap(function)`` whose StencilErrors reach the user's definition line
+    without the library's frames (the message names the definition already)."""
+
+    def trimmed(func: T) -> R:
+        try:
+            return wrap(func)
+        except StencilError as exc:
+            raise at_call(exc, sys._getframe(1), note_call=False) from exc.__cause__
+
+    return trimmed

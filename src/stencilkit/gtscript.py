@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 from dataclasses import dataclass
 from enum import Enum
 from types import FunctionType
@@ -19,7 +18,7 @@ from types import FunctionType
 import numpy as np
 
 from . import dtypes, registry
-from .errors import BackendError, StencilError, StencilSyntaxError, at_call, did_you_mean
+from .errors import BackendError, StencilError, StencilSyntaxError, definition_trimmed, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -270,12 +269,7 @@ def stencil(backend: str | None = None, definition: FunctionType | None = None, 
         functools.update_wrapper(comp, func, updated=())
         return comp
 
-    def trimmed(f: FunctionType):
-        try:
-            return wrap(f)
-        except StencilError as exc:  # the definition's line is in the message already
-            raise at_call(exc, sys._getframe(1), note_call=False) from exc.__cause__
-
+    trimmed = definition_trimmed(wrap)
     return trimmed(definition) if definition is not None else trimmed
 
 

@@ -27,6 +27,7 @@ from .errors import (
     StencilSyntaxError,
     StencilTypeError,
     at_call,
+    definition_trimmed,
     did_you_mean,
 )
 from .frontend.computation import is_computation
@@ -565,10 +566,5 @@ def stencil(func_or_mode: object = "constant", **options: object):
         functools.update_wrapper(st, f, updated=())
         return st
 
-    def trimmed(f: FunctionType):
-        try:
-            return wrap(f)
-        except StencilError as exc:  # the definition's line is in the message already
-            raise at_call(exc, sys._getframe(1), note_call=False) from exc.__cause__
-
+    trimmed = definition_trimmed(wrap)
     return trimmed(func) if func is not None else trimmed
