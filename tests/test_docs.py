@@ -122,6 +122,8 @@ def test_marked_blocks_are_reported(block: Block) -> None:
 def test_collector_finds_the_pages() -> None:
     # a collector that found nothing would pass every page: the README alone has blocks
     assert len(blocks(ROOT / "README.md")) >= 6
+    assert (SITE / "index.md").exists()
+    assert sum(len(b) for b in map(blocks, pages())) >= 40
 
 
 def test_collector_reads_markers(tmp_path: Path) -> None:
