@@ -135,7 +135,7 @@ def test_collector_reads_markers(tmp_path: Path) -> None:
         (4, "x = 1\n", None), (9, "import cupy\n", "needs a GPU"), (13, "y = x\n", None)]
 
 
-def _no_page_or_docstring_points_outside_the_repository() -> None:
+def test_no_page_or_docstring_points_outside_the_repository() -> None:
     # "API.md" was a file in neither the repository nor the wheel; the contract is
     # docs/site/contract.md now
     offenders = [f"{_rel(p)}:{n}" for base in ("src", "docs", "examples")
