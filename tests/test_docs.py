@@ -144,3 +144,14 @@ def test_no_page_or_docstring_points_outside_the_repository() -> None:
     offenders += [f"README.md:{n}" for n, ln in enumerate((ROOT / "README.md").read_text().splitlines(), 1)
                   if "API.md" in ln]
     assert not offenders, offenders
+
+
+def test_all_extra_names_every_other_extra() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11's")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    (spec,) = extras["all"]
+    named = set(re.fullmatch(r"stencilkit\[([\w,]+)\]", spec)[1].split(","))
+    assert named == set(extras) - {"all", "test"}
+    assert any(req.startswith("mkdocs") for req in extras["docs"])
+    assert any(req.startswith("mkdocstrings[python]") for req in extras["docs"])
