@@ -1,4 +1,4 @@
-"""Border modes "nearest", "reflect", "mirror", "wrap" (API.md section 1) on every backend.
+"""Border modes "nearest", "reflect", "mirror", "wrap" (contract.md section 1) on every backend.
 
 The definition: the result equals the kernel applied to every relatively indexed array
 padded with ``np.pad(a, pad, mode=M)`` (M = "edge", "symmetric", "reflect", "wrap") and

@@ -1,4 +1,4 @@
-"""One border mode per axis (API.md section 9) on every backend, against Numba.
+"""One border mode per axis (contract.md section 9) on every backend, against Numba.
 
 The definition: an output element whose neighbourhood leaves the array along a "constant"
 axis is ``cval`` (untouched with ``out=``); every other element equals the kernel applied to

@@ -1,4 +1,4 @@
-"""Computations (API.md section 2) on every backend against NumPy loop references."""
+"""Computations (contract.md section 2) on every backend against NumPy loop references."""
 
 from __future__ import annotations
 

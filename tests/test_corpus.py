@@ -1,7 +1,7 @@
 """The corpus of model-style gtscript code (tests/corpus/), run unchanged on GT4Py and on us.
 
 Every corpus module is loaded twice: as written (``from gt4py.cartesian import gtscript``),
-and with ``gt4py.cartesian`` replaced by ``stencilkit`` -- the drop-in promise of API.md
+and with ``gt4py.cartesian`` replaced by ``stencilkit`` -- the drop-in promise of contract.md
 section 2. Each definition runs on GT4Py's "numpy" backend (the reference) and on each of
 our backends, on the same random inputs with an explicit origin and domain, and every field
 must come out the same. The rewritten module is imported per test, so a module whose

@@ -1,4 +1,4 @@
-"""GPU calls without a wait (API.md section 9), on the CUDA emulator: a call whose arrays all
+"""GPU calls without a wait (contract.md section 9), on the CUDA emulator: a call whose arrays all
 live on the device returns before anyone reads its status word; its run-time error is raised
 by ``sk.synchronize()`` or by the next call of the same stencil, naming the stencil's line,
 and a call with NumPy arrays (which waits for its copies back anyway) raises at once."""

@@ -1,4 +1,4 @@
-"""Point kernels on dask arrays (API.md section 8): the computed result equals the call on
+"""Point kernels on dask arrays (contract.md section 8): the computed result equals the call on
 the NumPy arrays, bit for bit, for every border mode this build supports, 1-D to 3-D, any
 chunking (chunks smaller than the neighbourhood included), on the synchronous scheduler.
 
@@ -124,7 +124,7 @@ def test_every_chunking_small_arrays(mode, ndim, backend):
 @pytest.mark.parametrize("mode", list(PAD_MODES))
 @pytest.mark.parametrize("ndim", [1, 2, 3])
 def test_padding_path_matches_np_pad_definition(monkeypatch, mode, ndim):
-    """The modes' definition (API.md section 1): the constant-mode kernel on the interior of
+    """The modes' definition (contract.md section 1): the constant-mode kernel on the interior of
     every relatively indexed array padded with np.pad, cropped back. Checked on our padding
     path whether or not the core has the modes yet (the mode is forced on the dask side)."""
     monkeypatch.setattr(sk_dask, "border_mode", lambda st: mode)

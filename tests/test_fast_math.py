@@ -1,5 +1,5 @@
 """Bit-identical floating point by default, contraction only with ``fast_math=True``
-(API.md section 9, docs/numerics.md; issue 24 item 3).
+(contract.md section 9, docs/numerics.md; issue 24 item 3).
 
 An FMA-sensitive kernel (``a * b + c`` on random doubles: about a quarter of the elements
 differ by an ulp when the product is not rounded) computes exactly NumPy's result on every

@@ -1,4 +1,4 @@
-"""GT4Py's storage API in ``stencilkit.storage`` (API.md section 9): the allocation calls
+"""GT4Py's storage API in ``stencilkit.storage`` (contract.md section 9): the allocation calls
 every GT4Py demo makes, ``__gt_origin__`` as a computation's default origin, and GT4Py's
 backend names wherever a backend is named. The origins are checked against GT4Py's own
 "numpy" backend when it is installed."""

@@ -1,5 +1,5 @@
 """gtscript as GT4Py users write it: the same source runs on GT4Py's "numpy" backend and on
-each of ours with the same results (API.md section 2), and what is not supported says so."""
+each of ours with the same results (contract.md section 2), and what is not supported says so."""
 
 # ruff: noqa: F841  (gtscript definitions assign to fields: the assignments look unused)
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # ruff: noqa: F841, F821  (gtscript definitions assign to fields; that looks unused to Python)
-"""gtscript features that need the IR, the analyses and both code generators (API.md section 2):
+"""gtscript features that need the IR, the analyses and both code generators (contract.md section 2):
 horizontal regions, writes at a vertical offset, run-time vertical offsets, data dimensions,
 the access rules on the levels actually touched, one shared default origin.
 

@@ -1,4 +1,4 @@
-"""``python -m stencilkit`` and the PEP 561 marker (API.md section 9; issue 29)."""
+"""``python -m stencilkit`` and the PEP 561 marker (contract.md section 9; issue 29)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MPI (API.md section 8): results on distributed arrays equal, bit for bit, the same call
+"""MPI (contract.md section 8): results on distributed arrays equal, bit for bit, the same call
 on one process on the gathered arrays, for any number of ranks.
 
 Run by plain pytest (one rank), and by the CI under ``mpiexec -n 1``, ``-n 2`` and ``-n 4``::
@@ -261,7 +261,7 @@ MIXED_MODES = (("constant", "wrap"), ("nearest", "constant"), ("reflect", "mirro
 @pytest.mark.parametrize("mode", MIXED_MODES, ids="-".join)
 @pytest.mark.parametrize("name", ["heat", "diagonal_cval", "two_arrays", "loop_sum"])
 def test_per_axis_border_modes_match_one_process(backend, mode, name):
-    """One mode per axis (API.md section 9): every split on NumPy, the default on C, with
+    """One mode per axis (contract.md section 9): every split on NumPy, the default on C, with
     and without out=, and with either axis periodic (a periodic axis stays periodic)."""
     for dims in dims_choices(2) if backend == "numpy" else [None]:
         for with_out in (False, True):

@@ -1,4 +1,4 @@
-"""``sk.set_num_threads`` / ``sk.get_num_threads`` (API.md section 9): the count reaches the C
+"""``sk.set_num_threads`` / ``sk.get_num_threads`` (contract.md section 9): the count reaches the C
 backend's parallel regions (also in modules built before it was set) and Numba's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""numba.stencil code as Numba users write it (API.md section 1, issue 8), on every backend
+"""numba.stencil code as Numba users write it (contract.md section 1, issue 8), on every backend
 against numba.stencil itself: values and dtypes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ParLoop (API.md section 3) on every backend against plain NumPy loops."""
+"""ParLoop (contract.md section 3) on every backend against plain NumPy loops."""
 
 from __future__ import annotations
 

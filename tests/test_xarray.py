@@ -1,4 +1,4 @@
-"""Stencils on xarray objects (API.md section 8): a point kernel returns a DataArray with the
+"""Stencils on xarray objects (contract.md section 8): a point kernel returns a DataArray with the
 same dims, coords, attrs and name (NumPy- or dask-backed); a computation takes DataArrays as
 fields and writes into their data. Values are checked against the NumPy calls."""
 

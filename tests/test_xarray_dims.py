@@ -1,4 +1,4 @@
-"""``dims=`` (API.md section 9): a kernel over named dimensions of DataArrays, the other
+"""``dims=`` (contract.md section 9): a kernel over named dimensions of DataArrays, the other
 dimensions broadcast. Each result is checked against the kernel applied slice by slice to
 NumPy arrays."""
 

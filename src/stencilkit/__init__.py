@@ -1,6 +1,7 @@
 """stencilkit: write stencil and mesh kernels once in Python, run them near the hardware's limit.
 
-The names of the public contract (API.md), re-exported; no logic lives here.
+The names of the public contract (docs/site/contract.md, the "contract.md" that docstrings cite
+by section; the documentation site's "The contract" page), re-exported; no logic lives here.
 """
 
 __version__ = "0.1.0"

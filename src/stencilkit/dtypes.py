@@ -171,7 +171,7 @@ _C_NAMES = {
 }
 
 
-# NumPy's rules (computations, API.md section 2): NEP 50, Python literals are "weak".
+# NumPy's rules (computations, docs/site/contract.md section 2): NEP 50, Python literals are "weak".
 
 _DEFAULT = {"b": BOOL, "i": INT64, "u": INT64, "f": FLOAT64, "c": COMPLEX128}
 

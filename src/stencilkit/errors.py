@@ -1,4 +1,4 @@
-"""The exception hierarchy of the contract (API.md section 6).
+"""The exception hierarchy of the contract (contract.md section 6).
 
 Every error is a ``ValueError`` so that code written against ``numba.stencil`` (which raises
 ``ValueError`` subclasses) keeps working. Messages name the stencil, the source location and

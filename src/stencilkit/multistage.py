@@ -54,7 +54,7 @@ class Geometry:
 
 
 class ComputationStencil:
-    """A multi-stage computation over an I, J, K iteration space (API.md section 2)."""
+    """A multi-stage computation over an I, J, K iteration space (contract.md section 2)."""
 
     def __init__(self, func: FunctionType, *, backend: str | None = None,
                  externals: dict[str, object] | None = None,

@@ -1,4 +1,4 @@
-"""Point kernels called from inside ``numba.njit`` functions (API.md section 1).
+"""Point kernels called from inside ``numba.njit`` functions (contract.md section 1).
 
 A stencil's Numba type (``numba.typeof(blur)``, through ``PointStencil._numba_type_``) is a
 ``PointStencilType``: a function type keyed by the stencil's name and the digest of its

@@ -1,4 +1,4 @@
-"""Computations (API.md section 2) called from inside ``numba.njit`` functions.
+"""Computations (contract.md section 2) called from inside ``numba.njit`` functions.
 
 ``numba.typeof(comp)`` is a ``ComputationStencilType``: the point kernels' stencil type
 (``numba_calls.py``) keyed by the computation's digest, with the same guard for callers

@@ -1,4 +1,4 @@
-"""Parallel loops over unstructured sets (API.md section 3, after PyOP2's backend API).
+"""Parallel loops over unstructured sets (contract.md section 3, after PyOP2's backend API).
 
 ``Set``, ``Map``, ``Dat``, ``Global``, ``Sparsity``, ``Mat`` hold data; ``dat(mode, map)``
 makes an ``Arg``; ``ParLoop(kernel, set, *args)`` records a loop, ``generate()`` returns its

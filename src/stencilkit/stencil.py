@@ -132,7 +132,7 @@ _MAX_OFFSET = 2**40
 
 
 class PointStencil:
-    """A Numba-compatible point kernel (API.md section 1)."""
+    """A Numba-compatible point kernel (contract.md section 1)."""
 
     def __init__(self, func: FunctionType, *, neighborhood: Neighborhood | None = None,
                  cval: object = None, standard_indexing: tuple[str, ...] | list[str] = (),
@@ -140,7 +140,7 @@ class PointStencil:
                  dims: tuple[str, ...] | None = None, fast_math: bool | None = None) -> None:
         self.func = func
         self.__name__ = getattr(func, "__name__", "stencil")
-        # xarray: the dimension names the kernel's axes run over (API.md section 9)
+        # xarray: the dimension names the kernel's axes run over (contract.md section 9)
         self.dims = _checked_dims(dims, func)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func

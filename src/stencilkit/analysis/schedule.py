@@ -1,6 +1,6 @@
 """Typing, access rules, extents and the stage/multistage schedule of a computation.
 
-Meaning (API.md section 2): within a computation each statement acts as if applied to the
+Meaning (contract.md section 2): within a computation each statement acts as if applied to the
 whole extended IJ plane of the current K level before the next one runs. From that:
 
 - a *unit* is a top-level statement of an interval body (an ``if`` or ``while`` counts as

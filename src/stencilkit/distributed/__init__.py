@@ -1,4 +1,4 @@
-"""MPI scale-out (API.md section 8): decompositions, distributed arrays, halo exchange.
+"""MPI scale-out (contract.md section 8): decompositions, distributed arrays, halo exchange.
 
 mpi4py is imported only when a :class:`Decomposition` is created or used.
 """

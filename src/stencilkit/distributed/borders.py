@@ -1,7 +1,7 @@
 """The global border of distributed arrays in the remapping border modes.
 
 A point kernel in mode "nearest", "reflect", "mirror" or "wrap" computes every element, a
-read outside the array taking the element the mode maps it to (API.md section 1). On a
+read outside the array taking the element the mode maps it to (contract.md section 1). On a
 distributed array the halo cells beyond the *global* edge are filled with exactly those
 elements after the exchange, so the kernel can then run in "constant" mode on the owned
 block widened by its border: every owned point is interior, and reads the value the

@@ -48,7 +48,7 @@ def split(n: int, parts: int, index: int) -> tuple[int, int]:
 
 
 class Decomposition:
-    """``Decomposition(comm, shape, *, halo, periodic=False, dims=None)`` (API.md section 8).
+    """``Decomposition(comm, shape, *, halo, periodic=False, dims=None)`` (contract.md section 8).
 
     ``dims`` defaults to ``MPI.Compute_dims`` over the axes, except that the third axis of a
     3-D shape is not split (computations never split K; pass ``dims`` to split it for point

@@ -13,7 +13,7 @@ point is computed as with ``"wrap"``. In the remapping modes ("nearest", "reflec
 global edge is filled with the elements the mode maps it to (``borders``), and the kernel
 runs in "constant" mode on the view (a twin of the stencil), computing every owned point
 from the values the one-process call reads. Periodic axes stay periodic in every mode.
-With one mode per axis (API.md section 9) each axis follows its own mode: clipped along
+With one mode per axis (contract.md section 9) each axis follows its own mode: clipped along
 "constant" axes (cval, with the twin carrying it), widened and filled along the others.
 """
 

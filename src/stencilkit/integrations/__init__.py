@@ -41,7 +41,7 @@ def any_foreign(values: Iterable[object]) -> bool:
 
 
 def point_call(st, args: tuple, out: object):
-    """A point kernel called with at least one dask array or DataArray (API.md section 8)."""
+    """A point kernel called with at least one dask array or DataArray (contract.md section 8)."""
     from . import xarray as xr_support
 
     if xr_support.has_dataarray(args, out):

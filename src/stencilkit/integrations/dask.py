@@ -9,12 +9,12 @@ How the global border stays exactly that of the NumPy call, whatever the chunkin
   any NumPy array: points whose neighbourhood leaves the extended chunk get ``cval``. Those
   are exactly the points of the global border, plus the overlap, which is trimmed off again.
 - other modes (``"nearest"``, ``"reflect"``, ``"mirror"``, ``"wrap"``): by their definition
-  (API.md section 1) the result is the constant-mode kernel on the interior of every
+  (contract.md section 1) the result is the constant-mode kernel on the interior of every
   relatively indexed array padded like ``np.pad`` and cropped back. The padding is built as
   dask slices of the array chosen by ``np.pad`` itself applied to ``arange(n)`` (so any pad
   width and any array size agree with NumPy), the constant-mode kernel runs as above, and
   the result is cropped back to the first array's shape.
-- one mode per axis (API.md section 9): the remapped axes are padded as above, the
+- one mode per axis (contract.md section 9): the remapped axes are padded as above, the
   "constant" ones are not, and the constant-mode kernel (with ``cval``) runs on the result.
 
 Uneven neighbourhoods overlap unevenly (per axis ``(lo, hi)``, which dask allows with

@@ -5,7 +5,7 @@ same dims, coords, attrs and name, holding the result of the call on the underly
 (NumPy, or a lazy dask array when the data is dask-backed). Other DataArray arguments are
 passed by their data; relatively indexed ones must have the first one's dims, in its order,
 since the kernel's relative indices are positional. With ``dims=`` on the stencil, the kernel's
-axes run over those named dimensions and every other dimension is broadcast (API.md section 9).
+axes run over those named dimensions and every other dimension is broadcast (contract.md section 9).
 A computation takes DataArrays as fields and writes into their data.
 """
 

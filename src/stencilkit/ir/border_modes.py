@@ -1,4 +1,4 @@
-"""Border modes of point kernels (``func_or_mode``, API.md sections 1 and 9).
+"""Border modes of point kernels (``func_or_mode``, docs/site/contract.md sections 1 and 9).
 
 A mode is one name for every axis (``"constant"``, or scipy.ndimage's ``"nearest"``,
 ``"reflect"``, ``"mirror"``, ``"wrap"``) or a tuple with one name per axis of the first

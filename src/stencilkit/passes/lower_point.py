@@ -48,7 +48,7 @@ PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs mo
 FILL_BORDER = "@fill_border"
 CVAL = "@cval"
 
-#: ``func_or_mode`` values: Numba's "constant", and scipy.ndimage's modes (API.md section 1).
+#: ``func_or_mode`` values: Numba's "constant", and scipy.ndimage's modes (contract.md section 1).
 MODES = border_modes.MODES
 
 

@@ -1,9 +1,9 @@
 """The backend registry: one module per backend, availability, and the default choice.
 
 Each module of this package declares one backend (``base.Backend``: name, probe,
-capabilities, pieces, build steps); ``REGISTRY`` lists them in API.md's order. Nothing
+capabilities, pieces, build steps); ``REGISTRY`` lists them in contract.md's order (section 4). Nothing
 outside this package compares backend names: the rest of the package asks the chosen
-``Backend`` for its capabilities and build steps. ``sk.backends()`` (API.md section 4)
+``Backend`` for its capabilities and build steps. ``sk.backends()`` (contract.md section 4)
 reports, for every backend, whether it runs here and why not.
 """
 
@@ -49,7 +49,7 @@ class BackendStatus:
 
 
 def backends() -> dict[str, BackendStatus]:
-    """Every backend of API.md section 4: whether it can run here and, if not, why. A
+    """Every backend of contract.md section 4: whether it can run here and, if not, why. A
     backend with a run-time compiler is available only once it built and ran a one-line
     kernel here (``base.Backend.probe``)."""
     out = {}

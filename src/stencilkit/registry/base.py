@@ -3,7 +3,7 @@
 A backend module (``registry/numpy.py``, ``registry/c.py``, ...) defines one ``BACKEND``: a
 ``Backend`` (or a subclass of it that implements the build steps) with
 
-- ``name``, ``description``, ``needs``: what ``sk.backends()`` reports (API.md section 4);
+- ``name``, ``description``, ``needs``: what ``sk.backends()`` reports (contract.md section 4);
 - ``probe``: ``None`` when the backend runs here, else the reason it does not. A backend
   with a run-time compiler builds and runs a one-line kernel with it (once per process;
   ``build/verdicts.py`` remembers a success on disk), so that no backend is called available

@@ -15,7 +15,7 @@ order, the same returned status), so the shared launchers drive it: ``PointCall`
 4. reads the status word back and returns it (0, or a ``STATUS_*`` code) when NumPy arrays
    were copied back (that copy waits for the kernels anyway). When every array stayed on the
    device, nothing waits: the call returns 0 and its status word is read by the next call
-   of the same entry or by ``sk.synchronize()``, which raise its error then (API.md
+   of the same entry or by ``sk.synchronize()``, which raise its error then (contract.md
    section 9). Launches go to the caller's current CuPy stream.
 
 The module is compiled (NVRTC, cached on disk per source and compute capability) and loaded

@@ -1,6 +1,6 @@
 """``sk.synchronize()``: wait for the stencil calls still running on a device.
 
-Calls on "cuda" whose arrays all live on the GPU return before their kernels finish (API.md
+Calls on "cuda" whose arrays all live on the GPU return before their kernels finish (contract.md
 section 9); their status words wait in ``runtime.cuda``. Importing that module pulls in the
 CUDA planner, so this looks for it among the loaded modules: a process that never ran a
 CUDA call has nothing to wait for.

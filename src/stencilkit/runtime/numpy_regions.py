@@ -6,7 +6,7 @@ shifted view, exactly as without border modes), then, in the remapping border mo
 ``d`` holds the points inside the interior along the dimensions before ``d``, in the two
 border strips along ``d``, and anywhere along the dimensions after it, so the boxes are
 disjoint and together hold every point outside the interior. With one mode per axis
-(API.md section 9) only the remapped axes have boxes, and every box keeps to the interior
+(contract.md section 9) only the remapped axes have boxes, and every box keeps to the interior
 along the "constant" axes (whose border the caller filled with cval). A box reads through open-mesh
 index arrays (``np.ix_``), each remapped into the array it indexes by its own extent, so
 no padded copy of an input is ever made.
