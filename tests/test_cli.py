@@ -327,3 +327,20 @@ def test_bench_opencl_rows_where_pocl_cannot_build(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "'stencilkit-opencl' skipped: BackendError" in err
     assert "unknown target CPU 'generic'" in err
+
+
+@pytest.mark.parametrize("backend", ["c", "opencl", "cuda", "numpy"])
+def test_show_kernel_only(tmp_path, backend):
+    if backend in ("c", "opencl") and sk.backends()[backend].reason:
+        pytest.skip(sk.backends()[backend].reason)
+    src = tmp_path / "mod.py"
+    src.write_text("import numpy as np\nimport stencilkit as sk\n\n@sk.stencil\n"
+                   "def blur(a):\n    return 0.5 * (a[-1] + a[1])\n\n"
+                   "def blur_example():\n    return (np.arange(10.0),)\n")
+    full = run("show", f"{src}:blur", "--backend", backend)
+    only = run("show", f"{src}:blur", "--backend", backend, "--kernel-only")
+    assert full.returncode == only.returncode == 0, full.stderr + only.stderr
+    assert only.stdout and len(only.stdout) < len(full.stdout)
+    assert full.stdout.endswith(only.stdout)  # the same kernel, nothing before it
+    first = only.stdout.splitlines()[0]
+    assert first.startswith("/* point kernel 'blur'") or first.startswith("def sk_blur")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -191,8 +192,27 @@ def show(args: argparse.Namespace) -> int:
         raise UsageError(_one_line(str(exc)) + hint) from None
     except Exception as exc:
         raise UsageError(f"generating {name!r} failed: {type(exc).__name__}: {exc}") from None
+    if args.kernel_only:
+        kernel = getattr(getattr(obj, "kernel", None), "name", None) or getattr(obj, "__name__", name)
+        text = kernel_part(text, kernel)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+# where the user's kernel begins in C, CUDA and OpenCL sources: its header comment
+_KERNEL_START = re.compile(r"^(/\* (point kernel '|computation '|--- kernel ---|ParLoop of kernel)"
+                           r"|SK_DEVICE int )", re.MULTILINE)  # (CUDA: the kernel's function)
+
+
+def kernel_part(text: str, kernel: str) -> str:
+    """``text`` from the user's kernel on: without the runtime prelude and the helpers the
+    backend always includes (C, CUDA, OpenCL: from the kernel's header comment; Numba and
+    NumPy modules: from the first function named after the kernel)."""
+    m = _KERNEL_START.search(text)
+    if m is not None:
+        return text[m.start():]
+    m = re.search(rf"^def \w*{re.escape(kernel)}\w*\(", text, re.MULTILINE)
+    return text[m.start():] if m is not None else text
 
 
 # ----------------------------------------------------------------------------- bench, backends
@@ -271,6 +291,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="FILE.py:NAME", help="the file and the name of the object")
     p.add_argument("--backend", choices=list(REGISTRY), default=None,
                    help="the backend to generate for (default: the configured one)")
+    p.add_argument("--kernel-only", action="store_true",
+                   help="print the kernel itself, without the runtime prelude and helpers")
     p.set_defaults(run=show)
     p = sub.add_parser("backends", help="list the backends and why any is unavailable",
                        description="List every backend, whether it can run here, and if not "
