@@ -1,0 +1,64 @@
+"""Which specialization of a point kernel a CUDA call runs (``passes.platforms.cuda_layout.
+Variant``), from the device arrays of the call: the output's unit-stride axis (grid x runs
+along it, so that a warp's loads and stores coalesce in any order: C, Fortran, the
+storages of ``sk.empty(..., backend="cuda")`` whose unit stride is J), the arrays with a
+unit stride along it, whether 32-bit index arithmetic is exact for these arrays, and whether
+the grids can cover the extents (a thread per point, no grid-stride loops).
+
+A new variant is built (planned, printed, compiled) on the first call that needs it and kept
+by the entry, as the signature cache keeps specializations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..passes.platforms.cuda_layout import Variant
+
+#: a call runs 32-bit index arithmetic when every array's extents, strides (in elements) and
+#: span (the sum of extent * |stride|) are below this. Half of 2**31: a neighbour's index
+#: (an offset past the span by less than it) and a grid-stride counter (below twice the
+#: extent plus a block) stay below 2**31 too.
+NARROW_LIMIT = 2**30
+
+
+#: a call's grids cover every extent up to this (each thread one point): the y and z limit of
+#: a grid (``runtime.cuda.GRID_LIMITS``), so that ceil(extent / block) blocks never exceed it
+COVERING_LIMIT = 65535
+
+
+def unit_axis(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """The axis with the smallest stride (in bytes or elements) among those with more than one
+    element; the last one on a tie, or when there is none."""
+    axes = [d for d in range(len(shape)) if shape[d] > 1]
+    if not axes:
+        return len(shape) - 1
+    return min(reversed(axes), key=lambda d: abs(strides[d]))
+
+
+def fits_32_bits(arrays: Sequence[object]) -> bool:
+    """Every index the kernel computes on ``arrays`` fits a signed 32-bit integer (with the
+    margin of ``NARROW_LIMIT``)."""
+    for a in arrays:
+        item = a.itemsize  # type: ignore[attr-defined]
+        span = 0
+        for n, s in zip(a.shape, a.strides):  # type: ignore[attr-defined]
+            s = abs(int(s)) // item
+            if n >= NARROW_LIMIT or s >= NARROW_LIMIT:
+                return False
+            span += int(n) * s
+        if span >= NARROW_LIMIT:
+            return False
+    return True
+
+
+def choose(names: Sequence[str], args: Sequence[object], out: str) -> Variant:
+    """The variant for a call whose arguments ``args`` (device arrays and scalars) are named
+    ``names``; ``out`` names the output."""
+    arrays = {n: a for n, a in zip(names, args) if hasattr(a, "strides") and hasattr(a, "ndim")}
+    o = arrays[out]
+    axis = unit_axis(o.shape, o.strides)  # type: ignore[attr-defined]
+    units = frozenset(n for n, a in arrays.items()
+                      if a.ndim > axis and a.strides[axis] == a.itemsize)  # type: ignore
+    covering = all(n <= COVERING_LIMIT for n in o.shape)  # type: ignore[attr-defined]
+    return Variant(axis, units, fits_32_bits(tuple(arrays.values())), covering)
