@@ -266,3 +266,16 @@ def test_one_launch_per_out_call_that_fills_nothing(launches):
     launches.clear()
     sk.stencil(K.lap3d, backend="cuda", cval=1.0)(a, out=out)  # cval given: filled
     assert len(launches) == 2 and (out[0] == 1.0).all()
+
+
+def row_weights(a, w):
+    return w[0] * a[0, -1] + w[1] * a[0, 0] + w[2] * a[0, 1]
+
+
+def test_a_table_of_another_rank_runs_the_own_kernels():
+    """A standard_indexing table of another rank has no say in the layout: a C-order call
+    runs the specialization's own kernels, built once."""
+    a, w = np.zeros((6, 7)), np.array([0.25, 0.5, 0.25])
+    st = sk.stencil(row_weights, standard_indexing=("w",))
+    entry = st._build((a, w), _array_key(a), "cuda", True, generate=True).entry
+    assert entry.variant((a, w, a, False, 0.0)) is entry

@@ -100,8 +100,10 @@ class CudaBackend(Backend):
         # this specialization's own kernels: C order (its unit strides are the layout's,
         # already constants), 32-bit indices, a thread per point; the entry builds the
         # others per call (runtime.cuda_variants)
-        units = {n for n, unit in zip(kernel.params, layout.unit_stride) if unit}
-        own = Variant(typed.kernel.ndim - 1,
+        ndim = typed.kernel.ndim
+        units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, types)
+                 if unit and t.ndim == ndim}  # as runtime.cuda_variants.choose counts them
+        own = Variant(ndim - 1,
                       frozenset(units | ({OUT} if layout.out_unit_stride else set())), True,
                       True)
         plan, source = build(own)

@@ -58,7 +58,9 @@ def choose(names: Sequence[str], args: Sequence[object], out: str) -> Variant:
     arrays = {n: a for n, a in zip(names, args) if hasattr(a, "strides") and hasattr(a, "ndim")}
     o = arrays[out]
     axis = unit_axis(o.shape, o.strides)  # type: ignore[attr-defined]
+    # arrays of the output's rank only: another's (a standard_indexing table's) axis of
+    # that number is another axis; its strides stay what the signature made them
     units = frozenset(n for n, a in arrays.items()
-                      if a.ndim > axis and a.strides[axis] == a.itemsize)  # type: ignore
+                      if a.ndim == o.ndim and a.strides[axis] == a.itemsize)  # type: ignore
     covering = all(n <= COVERING_LIMIT for n in o.shape)  # type: ignore[attr-defined]
     return Variant(axis, units, fits_32_bits(tuple(arrays.values())), covering)
