@@ -41,10 +41,19 @@ LAYOUTS = {  # name: (make an array of a shape, its unit-stride axis)
 }
 
 
-def huge(shape):
-    """A C-ordered stand-in of ``shape`` over one element (only its strides are read)."""
-    strides = tuple(int(np.prod(shape[i + 1:])) * 8 for i in range(len(shape)))
-    return np.lib.stride_tricks.as_strided(np.empty(1), shape, strides)
+#: the axes of each layout, outermost in memory first
+ORDERS = {"C": (0, 1, 2), "F": (2, 1, 0), "storage": (2, 0, 1)}
+
+
+def huge(shape, order=None):
+    """A stand-in of ``shape`` laid out in ``order`` (axes outermost first, C by default) over
+    one element
+    of memory (never read: only its shape and strides choose the kernels)."""
+    strides, step = [0] * len(shape), 8
+    for axis in reversed(order if order is not None else range(len(shape))):
+        strides[axis] = step
+        step *= shape[axis]
+    return np.lib.stride_tricks.as_strided(np.empty(1), shape, tuple(strides))
 
 
 def point_entry(func, a):
@@ -279,3 +288,20 @@ def test_a_table_of_another_rank_runs_the_own_kernels():
     st = sk.stencil(row_weights, standard_indexing=("w",))
     entry = st._build((a, w), _array_key(a), "cuda", True, generate=True).entry
     assert entry.variant((a, w, a, False, 0.0)) is entry
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("size", ["small", "long", "huge"])
+def test_every_variant_compiles_with_nvrtc(layout, size):
+    """NVRTC, not only the emulator's g++, takes each variant: 32-bit or 64-bit, a thread
+    per point or grid-stride loops, x on any axis."""
+    make, axis = LAYOUTS[layout]
+    shape = {"small": (6, 7, 8), "long": (3, 4, 70_000), "huge": (1300, 1300, 1300)}[size]
+    a = make(shape) if size != "huge" else huge(shape, ORDERS[layout])
+    entry, _ = entry_for_call(K.lap3d, a)
+    v = cuda_variants.choose(("a_", OUT), (a, a), OUT)
+    assert v.unit_axis == axis
+    assert v.narrow == (size != "huge") and v.covering == (size != "long")
+    ptx = compile_ptx_uncached(entry.source, "sm_90", "lap3d")
+    assert all(f".entry {lc.name}(" in ptx for lc in entry.plan.launches())
