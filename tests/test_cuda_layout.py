@@ -46,9 +46,8 @@ ORDERS = {"C": (0, 1, 2), "F": (2, 1, 0), "storage": (2, 0, 1)}
 
 
 def huge(shape, order=None):
-    """A stand-in of ``shape`` laid out in ``order`` (axes outermost first, C by default) over
-    one element
-    of memory (never read: only its shape and strides choose the kernels)."""
+    """A stand-in of ``shape`` laid out in ``order`` (axes outermost first, C by default)
+    over one element of memory (never read: only its shape and strides choose the kernels)."""
     strides, step = [0] * len(shape), 8
     for axis in reversed(order if order is not None else range(len(shape))):
         strides[axis] = step

@@ -11,6 +11,7 @@ by the entry, as the signature cache keeps specializations.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from ..passes.platforms.cuda_layout import Variant
@@ -36,18 +37,19 @@ def unit_axis(shape: Sequence[int], strides: Sequence[int]) -> int:
     return min(reversed(axes), key=lambda d: abs(strides[d]))
 
 
-def fits_32_bits(arrays: Sequence[object]) -> bool:
+def fits_32_bits(arrays: Sequence[object], limit: int | None = None) -> bool:
     """Every index the kernel computes on ``arrays`` fits a signed 32-bit integer (with the
-    margin of ``NARROW_LIMIT``)."""
+    margin of ``limit``, default ``NARROW_LIMIT``)."""
+    limit = NARROW_LIMIT if limit is None else limit
     for a in arrays:
         item = a.itemsize  # type: ignore[attr-defined]
         span = 0
         for n, s in zip(a.shape, a.strides):  # type: ignore[attr-defined]
             s = abs(int(s)) // item
-            if n >= NARROW_LIMIT or s >= NARROW_LIMIT:
+            if n >= limit or s >= limit:
                 return False
             span += int(n) * s
-        if span >= NARROW_LIMIT:
+        if span >= limit:
             return False
     return True
 
@@ -55,12 +57,36 @@ def fits_32_bits(arrays: Sequence[object]) -> bool:
 def choose(names: Sequence[str], args: Sequence[object], out: str) -> Variant:
     """The variant for a call whose arguments ``args`` (device arrays and scalars) are named
     ``names``; ``out`` names the output."""
-    arrays = {n: a for n, a in zip(names, args) if hasattr(a, "strides") and hasattr(a, "ndim")}
-    o = arrays[out]
-    axis = unit_axis(o.shape, o.strides)  # type: ignore[attr-defined]
+    # per call: the arrays' geometry only (a tuple of tuples); the decision is cached on it
+    return _choose(tuple((n, a.shape, a.strides, a.itemsize)  # type: ignore[attr-defined]
+                         for n, a in zip(names, args)
+                         if type(a) not in _SCALARS and hasattr(a, "strides")), out,
+                   NARROW_LIMIT, COVERING_LIMIT)
+
+
+_SCALARS = (bool, int, float, complex)
+
+
+@functools.lru_cache(maxsize=1024)
+def _choose(arrays: tuple[tuple[str, tuple[int, ...], tuple[int, ...], int], ...],
+            out: str, narrow_limit: int, covering_limit: int) -> Variant:
+    geometry = {n: (shape, strides, item) for n, shape, strides, item in arrays}
+    shape, strides, item = geometry[out]
+    axis = unit_axis(shape, strides)
     # arrays of the output's rank only: another's (a standard_indexing table's) axis of
     # that number is another axis; its strides stay what the signature made them
-    units = frozenset(n for n, a in arrays.items()
-                      if a.ndim == o.ndim and a.strides[axis] == a.itemsize)  # type: ignore
-    covering = all(n <= COVERING_LIMIT for n in o.shape)  # type: ignore[attr-defined]
-    return Variant(axis, units, fits_32_bits(tuple(arrays.values())), covering)
+    units = frozenset(n for n, (sh, st, it) in geometry.items()
+                      if len(sh) == len(shape) and st[axis] == it)
+    covering = all(n <= covering_limit for n in shape)
+    narrow = fits_32_bits([_Geometry(sh, st, it) for sh, st, it in geometry.values()],
+                          narrow_limit)
+    return Variant(axis, units, narrow, covering)
+
+
+class _Geometry:
+    """What ``fits_32_bits`` reads of an array."""
+
+    __slots__ = ("shape", "strides", "itemsize")
+
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
+        self.shape, self.strides, self.itemsize = shape, strides, itemsize
