@@ -304,3 +304,20 @@ def test_every_variant_compiles_with_nvrtc(layout, size):
     assert v.narrow == (size != "huge") and v.covering == (size != "long")
     ptx = compile_ptx_uncached(entry.source, "sm_90", "lap3d")
     assert all(f".entry {lc.name}(" in ptx for lc in entry.plan.launches())
+
+
+@needs_gxx
+def test_emulated_device_result_is_laid_out_as_the_input(emulated):
+    """Without out=, a call on device arrays returns an array laid out as its first argument
+    (a storage's J unit stride): the threads that follow the output's unit-stride axis then
+    read the input along its own too."""
+    host = np.random.default_rng(12).random((5, 6, 7))
+    a = sk.storage.from_array(host, backend="cuda")
+    st = sk.stencil(K.lap3d, backend="cuda")
+    got = st(a)
+    assert cuda_variants.unit_axis(got.shape, got.strides) == 1
+    assert sorted(got.strides) == sorted(a.strides)
+    np.testing.assert_array_equal(np.asarray(got), sk.stencil(K.lap3d, backend="numpy")(host))
+    entry = list(st._specs.values())[-1].entry  # the one for an output laid out so
+    (ran,) = entry._variants.values()
+    assert ran.plan.launches()[-1].dims[0].counter.name == "i1"
