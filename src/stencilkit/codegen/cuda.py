@@ -429,20 +429,28 @@ class CudaPrinter(CFamilyPrinter):
             return super().loop(s, indent)
         # a grid-stride loop (positive stride): each thread from its first index on
         c = s.counter.name
-        return [f"{indent}for (int64_t {c} = {self.expr(s.start)}; {c} < "
+        return [f"{indent}for ({self.ctype(s.counter.dtype)} {c} = {self.expr(s.start)}; {c} < "
                 f"{self.expr(s.stop, 10)}; {c} += {s.step.text}) {{",
                 *self.stmts(s.body, indent + "    "), f"{indent}}}"]
 
-    def launch(self, launch: Launch, status: k.Symbol | None) -> str:
+    def launch(self, launch: Launch, status: k.Symbol | None, covering: bool = False) -> str:
         """One ``__global__`` function: grid-stride loops over the launch's dimensions (the
-        outermost first, dimension 0 innermost), the enclosing conditions, the body."""
+        outermost first, dimension 0 innermost), the enclosing conditions, the body. Where
+        the grid covers the dimensions (``covering``), each thread's one point, under a
+        bounds test."""
         body: tuple[k.Stmt, ...] = launch.body
         for dim, d in enumerate(launch.dims):
-            first, stride = grid_index(dim)
-            thread = k.Literal(f"({first})", dtype=k.INDEX)
+            first, stride = grid_index(dim, self.ctype(d.counter.dtype))
+            thread = k.Literal(f"({first})", dtype=d.counter.dtype)
             start = thread if isinstance(d.start, k.Constant) and int(d.start.value) == 0 \
-                else k.Op("+", (d.start, thread), dtype=k.INDEX)
-            body = (k.Loop(d.counter, start, d.stop, k.Literal(stride, dtype=k.INDEX), body),)
+                else k.Op("+", (d.start, thread), dtype=d.counter.dtype)
+            if covering:
+                test = k.Op("<", (k.Sym(d.counter, dtype=d.counter.dtype), d.stop),
+                            dtype=dtypes.BOOL)
+                body = (k.Declare(d.counter, start), k.Branch(test, body))
+                continue
+            body = (k.Loop(d.counter, start, d.stop, k.Literal(stride, dtype=d.counter.dtype),
+                           body),)
         body = (*launch.prologue, *body, *launch.epilogue)
         for cond in reversed(launch.conditions):
             body = (k.Branch(cond, body),)
@@ -486,7 +494,7 @@ def plan_source(plan: LaunchPlan, internal: tuple[k.KernelFunction, ...] = ()) -
         launch = dataclasses.replace(
             launch, dims=tuple(type(d)(d.counter, CUDA_PLATFORM.lower_expr(d.start),
                                        CUDA_PLATFORM.lower_expr(d.stop)) for d in dims))
-        parts += [printer.launch(launch, status), ""]
+        parts += [printer.launch(launch, status, plan.covering), ""]
     helpers = []
     for op, t in sorted(printer.helpers, key=lambda h: (h[0], str(h[1]))):
         if dtypes.is_complex(t):

@@ -6,7 +6,8 @@ The build steps and the argument checks want NumPy arrays only for their dtype, 
 strides and writability, so each device array is stood in for by a NumPy view of one
 element with the same shape and strides (never read). The specialization is cached per
 signature like a NumPy call's; the entry then gets the device arrays themselves. A
-point kernel's ``out`` is allocated by the backend's array module. What the stand-ins
+point kernel's ``out`` is allocated by the backend's array module, laid out as its first
+argument. What the stand-ins
 cannot show is checked here on the device pointers: alignment, and overlap of a written
 field with another (refused) or of a point kernel's ``out`` with an input (the input is
 copied first, as on the host). Host and device arrays are not mixed in one call (ArgumentError).
@@ -126,17 +127,24 @@ def point_call(st, args: tuple, out: object):
     out_host = None if out is None else stand_in(out)
     key = ("device", tuple(_array_key(a) if isinstance(a, np.ndarray) else _scalar_key(a)
                            for a in hosts))
-    okey = None if out_host is None else _array_key(out_host)
-    call = st._specs.get((key, okey))
-    if call is None:
-        call = st._build(hosts, okey, None, out is not None)
-        st._specs[(key, okey)] = call
+
+    def specialization(okey: tuple | None):
+        call = st._specs.get((key, okey))
+        if call is None:
+            call = st._build(hosts, okey, None, out is not None)
+            st._specs[(key, okey)] = call
+        return call
+
+    call = specialization(None if out_host is None else _array_key(out_host))
     from ..runtime.launch import check_shapes
 
     check_shapes(hosts, out_host, call.relative_positions, st.__name__, call.loc)
     if out is None:
-        out = storage.array_module(chosen).empty(hosts[0].shape, call.out_dtype)
+        out = _empty_in_layout(storage.array_module(chosen), hosts[0], call.out_dtype)
         fill = True
+        laid = _array_key(stand_in(out))
+        if not laid[2]:  # its last stride is not one: the kernels built for such an output
+            call = specialization(laid)
     else:
         fill = call.has_cval
         args = _unaliased(args, out)
@@ -144,6 +152,18 @@ def point_call(st, args: tuple, out: object):
     if status:
         raise status_error(status, st.__name__, call.loc)
     return out
+
+
+def _empty_in_layout(xp, like: np.ndarray, dtype: np.dtype) -> object:
+    """An uninitialized device array of ``like``'s shape whose axes nest in memory as
+    ``like``'s do (NumPy's ``empty_like`` with order "K"): on a storage whose unit stride is
+    J the result's is J too, so that the kernel's threads, which follow the output's
+    unit-stride axis, also read the input along its own."""
+    from ..runtime.cuda import device_layout
+
+    order = device_layout(like)
+    inverse = tuple(int(i) for i in np.argsort(order))
+    return xp.empty(tuple(like.shape[i] for i in order), dtype).transpose(inverse)
 
 
 def _unaliased(args: tuple, out: object) -> tuple:

@@ -75,11 +75,13 @@ def _filename(src) -> str:
 class CudaBackend(Backend):
     def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
         from ..codegen.cuda import plan_source
+        from ..ir import kernel as k
         from ..passes import pipeline
         from ..passes.lower_point import CVAL, FILL_BORDER, OUT
         from ..passes.parallel_nests import mark_parallel_nests
         from ..passes.platforms.cuda import CUDA_PLATFORM
-        from ..runtime.cuda import CudaEntry
+        from ..passes.platforms.cuda_layout import Variant, specialize
+        from ..runtime.cuda import CudaEntry, Variants
         from ..runtime.launch import standard_arrays
 
         kernel = typed.kernel
@@ -88,11 +90,27 @@ class CudaBackend(Backend):
         # the loops a thread per point may run: marked parallel (the platform makes grid
         # dimensions of marked loops only)
         kf = dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params))
-        plan = CUDA_PLATFORM.plan(kf)
-        source = plan_source(plan)
+        out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
+
+        def build(variant: Variant) -> tuple:
+            plan = CUDA_PLATFORM.plan(specialize(kf, variant), unit=(out, variant.unit_axis),
+                                      covering=variant.covering)
+            return plan, plan_source(plan)
+
+        # this specialization's own kernels: C order (its unit strides are the layout's,
+        # already constants), 32-bit indices, a thread per point; the entry builds the
+        # others per call (runtime.cuda_variants)
+        ndim = typed.kernel.ndim
+        units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, types)
+                 if unit and t.ndim == ndim}  # as runtime.cuda_variants.choose counts them
+        own = Variant(ndim - 1,
+                      frozenset(units | ({OUT} if layout.out_unit_stride else set())), True,
+                      True)
+        plan, source = build(own)
         names = (*kernel.params, OUT, FILL_BORDER, CVAL)
         standard = standard_arrays(kernel, types, typed.neighborhood.border, mode)
-        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name, standard)
+        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name, standard,
+                                 Variants(own, build, OUT))
 
     def computation_key(self, fields, defn):
         from ..passes.lower_computation import layout_of

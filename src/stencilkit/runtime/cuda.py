@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,6 +36,8 @@ from .. import config
 from ..errors import StencilError
 from ..ir import kernel as k
 from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
+from ..passes.platforms.cuda_layout import Variant
+from .cuda_variants import choose
 from .launch import PointCall, StandardArrays, status_error
 
 #: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
@@ -137,16 +140,24 @@ _OPS = {
 }
 
 
-def launch_config(launch: Launch, env: Mapping[str, object]
+def launch_config(launch: Launch, env: Mapping[str, object], covering: bool = False
                   ) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
-    """(grid, block) covering the launch's dimensions, or None when one is empty."""
+    """(grid, block) covering the launch's dimensions, or None when one is empty. Beyond
+    ``GRID_LIMITS`` the kernels' grid-stride loops cover the rest, except in a ``covering``
+    plan, whose threads compute one point each (its variant was chosen so that this never
+    happens: a RuntimeError if it does)."""
     block = BLOCKS[len(launch.dims)]
     grid = [1, 1, 1]
     for i, d in enumerate(launch.dims):
         n = int(evaluate(d.stop, env)) - int(evaluate(d.start, env))
         if n <= 0:
             return None
-        grid[i] = min(math.ceil(n / block[i]), GRID_LIMITS[i])
+        grid[i] = math.ceil(n / block[i])
+        if grid[i] > GRID_LIMITS[i]:
+            if covering:
+                raise RuntimeError(f"{launch.name}: {n} points along grid axis {i} need "
+                                   f"{grid[i]} blocks, more than a grid has (a stencilkit bug)")
+            grid[i] = GRID_LIMITS[i]
     return (grid[0], grid[1], grid[2]), block
 
 
@@ -214,13 +225,30 @@ def on_device(a: object) -> bool:
 # ---------------------------------------------------------------- the entry
 
 
+@dataclass(frozen=True)
+class Variants:
+    """How a point kernel's entry gets its other specializations: ``own`` is the variant its
+    plan was built for, ``build`` plans and prints another, ``out`` names the output (whose
+    unit-stride axis decides the grid's x)."""
+
+    own: Variant
+    build: Callable[[Variant], tuple[LaunchPlan, str]]
+    out: str
+
+
 class CudaEntry:
     """A compiled-on-first-use CUDA launch plan, called like a C entry point."""
 
     def __init__(self, plan: LaunchPlan, source: str, names: Sequence[str],
                  writable: frozenset[str], name: str,
-                 standard: StandardArrays | None = None) -> None:
+                 standard: StandardArrays | None = None,
+                 variants: Variants | None = None) -> None:
         self.plan = plan
+        # the specializations by layout and index width (a point kernel's): this entry's
+        # plan is the one for ``variants.own``; the others are built on first use
+        self.variants = variants
+        self._variants: dict[Variant, CudaEntry] = {}
+        self.owner = self  # whose pending status words this entry's calls leave
         # a point kernel's standard_indexing arrays, checked before any launch as the C
         # entry point checks them (every other argument check is the launcher's, shared
         # with the CPU backends)
@@ -290,10 +318,29 @@ class CudaEntry:
         self.raise_pending()
         if self.standard is not None:
             self.standard.check(args)
-        functions = self.functions()
         dev, back = self.to_device(args)
-        env = bind(self.plan.kernel.params, self.names, dev)
-        return self.run_plan(env, functions, back)
+        entry = self.variant(dev)
+        functions = entry.functions()
+        env = bind(entry.plan.kernel.params, self.names, dev)
+        return entry.run_plan(env, functions, back)
+
+    def variant(self, dev: Sequence[object]) -> CudaEntry:
+        """The entry whose kernels are specialized for the layout and sizes of the device
+        arguments ``dev`` (``runtime.cuda_variants``): this one, or one built now and kept."""
+        if self.variants is None:
+            return self
+        wanted = choose(self.names, dev, self.variants.out)
+        if wanted == self.variants.own:
+            return self
+        entry = self._variants.get(wanted)
+        if entry is None:
+            plan, source = self.variants.build(wanted)
+            entry = CudaEntry(plan, source, self.names, self.writable, self.name)
+            entry.fast_math = self.fast_math  # the stencil's option, not the caller's default
+            entry.error_for = lambda code: self.error_for(code)
+            entry.owner = self
+            self._variants[wanted] = entry
+        return entry
 
     def run_plan(self, env: dict[str, object], functions: dict[str, object],
                  back: list[tuple]) -> int:
@@ -305,7 +352,7 @@ class CudaEntry:
         status = cp.zeros(1, dtype=cp.int32)
         self.run(self.plan.steps, env, functions, status)
         if not back:  # everything on the device: no wait now (see the module docstring)
-            _PENDING.append((self, status))
+            _PENDING.append((self.owner, status))
             return 0
         for host, d in back:
             host[...] = cp.asnumpy(d)
@@ -322,7 +369,9 @@ class CudaEntry:
                     self.run(s.body, env, functions, status)
                     i += step
                 continue
-            config = launch_config(s, env)
+            if s.host_conditions and not all(evaluate(c, env) for c in s.conditions):
+                continue  # nothing to do (a border fill without fill_border): no launch
+            config = launch_config(s, env, self.plan.covering)
             if config is not None:
                 grid, block = config
                 functions[s.name](grid, block, kernel_arguments(s, env, status))  # type: ignore

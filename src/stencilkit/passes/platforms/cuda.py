@@ -37,6 +37,10 @@ MAX_DIMS = 3
 #: thread-index expressions per grid dimension (dimension 0 is x, the fastest)
 _AXES = ("x", "y", "z")
 STATUS_POINTER = "sk_status"  # the device status word every launch takes last
+#: the operators ``runtime.cuda.evaluate`` computes on the host (a launch's conditions made
+#: of these, on scalar parameters, are decided before launching)
+HOST_OPS = frozenset({"+", "-", "*", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&",
+                      "||", "!", "neg"})
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,10 @@ class Launch:
     #: reduction's private copy: initialized, then combined with the warp's and the block's)
     prologue: tuple[k.Stmt, ...] = ()
     epilogue: tuple[k.Stmt, ...] = ()
+    #: the conditions read scalar parameters and host loop counters only: the host evaluates
+    #: them and does not launch when one is false (a point kernel's border fill under
+    #: ``fill_border``: an ``out=`` call that fills nothing is one launch)
+    host_conditions: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,10 @@ class LaunchPlan:
     kernel: k.KernelFunction
     steps: tuple[Step, ...]
     scratch: tuple[Scratch, ...] = ()
+    #: every launch's grid covers its dimensions (the launcher checks it): a thread computes
+    #: one point, under an ``if`` instead of grid-stride loops, whose counters, strides and
+    #: bounds would otherwise stay live in registers (lap3d: 22 registers instead of 39)
+    covering: bool = False
 
     def launches(self) -> list[Launch]:
         out: list[Launch] = []
@@ -129,9 +141,16 @@ class CudaPlatform(CPlatform):
 
     # ------------------------------------------------------------ the plan
 
-    def plan(self, kf: k.KernelFunction) -> LaunchPlan:
-        """The launch plan of a lowered kernel function (an entry, not an internal one)."""
-        return _Splitter(self, kf).run()
+    def plan(self, kf: k.KernelFunction, unit: tuple[str, int] | None = None,
+             covering: bool = False) -> LaunchPlan:
+        """The launch plan of a lowered kernel function (an entry, not an internal one).
+        ``unit``: (buffer, axis), the unit-stride axis of the buffer that dominates the
+        traffic (a point kernel's output): each launch puts on grid x the dimension whose
+        counter indexes that axis in the buffer's stores, so that a warp's accesses are
+        consecutive elements whatever the order. Without it (or where no store says), the
+        innermost loop is on x: the unit stride of C order. ``covering``: the caller
+        launches grids that cover every dimension (``LaunchPlan.covering``)."""
+        return dataclasses.replace(_Splitter(self, kf, unit).run(), covering=covering)
 
     def lower_body(self, body: tuple[k.Stmt, ...], kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         return self.stmts(tuple(rewrite(s, self._expression) for s in body), kf)
@@ -239,9 +258,11 @@ def _identity(op: str, t: np.dtype) -> k.Constant:
 
 
 class _Splitter:
-    def __init__(self, platform: CudaPlatform, kf: k.KernelFunction) -> None:
+    def __init__(self, platform: CudaPlatform, kf: k.KernelFunction,
+                 unit: tuple[str, int] | None = None) -> None:
         self.platform = platform
         self.kf = kf
+        self.unit = unit
         self.count = 0
         self.scratch: dict[str, Scratch] = {}
         self.ctx_names = {p.name for p in kf.params}
@@ -340,9 +361,25 @@ class _Splitter:
             loops.append(cand)
         if not _unit(loops[0].step):
             raise NotImplementedError("CUDA: a parallel loop with a non-unit step")
-        dims = tuple(Dim(lp.counter, lp.start, lp.stop) for lp in reversed(loops))
+        dims = [Dim(lp.counter, lp.start, lp.stop) for lp in reversed(loops)]
+        along = self.counter_along_unit(loops[-1].body, {d.counter.name for d in dims})
+        dims.sort(key=lambda d: d.counter.name != along)  # stable: the rest keep their order
         reductions = loop.parallel.reductions if loop.parallel else ()
-        return self.launch(dims, conds, loops[-1].body, counters, reductions)
+        return self.launch(tuple(dims), conds, loops[-1].body, counters, reductions)
+
+    def counter_along_unit(self, body: tuple[k.Stmt, ...], counters: set[str]) -> str | None:
+        """The grid counter that alone indexes the unit-stride axis in the first store into
+        the ``unit`` buffer in ``body``; None when there is none."""
+        if self.unit is None:
+            return None
+        buffer, axis = self.unit
+        for s in body:
+            for n in walk(s):
+                if isinstance(n, k.Store) and n.buffer.base.name == buffer \
+                        and axis < len(n.indices):
+                    used = _names(n.indices[axis]) & counters
+                    return used.pop() if len(used) == 1 else None
+        return None
 
     def launch(self, dims: tuple[Dim, ...], conds: tuple[k.Expr, ...],
                body: tuple[k.Stmt, ...], counters: tuple[k.Symbol, ...],
@@ -369,7 +406,13 @@ class _Splitter:
         params = tuple(q for q in self.kf.params if q.name in used)
         params += tuple(c for c in counters if c.name in used)
         params += tuple(s.symbol for s in self.scratch.values() if s.symbol.name in used)
-        return Launch(self.name(), params, dims, lowered_conds, body, pre, post)
+        scalars = {q.name for q in self.kf.params if not q.pointer} | {c.name for c in counters}
+        on_host = bool(lowered_conds) and all(
+            isinstance(n, (k.Sym, k.Constant, k.Op, k.Convert))
+            and (not isinstance(n, k.Sym) or n.symbol.name in scalars)
+            and (not isinstance(n, k.Op) or n.op in HOST_OPS)
+            for c in lowered_conds for n in walk(c))
+        return Launch(self.name(), params, dims, lowered_conds, body, pre, post, on_host)
 
     def privatize(self, body: tuple[k.Stmt, ...], reductions: tuple[k.Reduction, ...], *,
                   warp: bool) -> tuple[tuple[k.Stmt, ...], ...]:
@@ -414,8 +457,13 @@ class _Splitter:
         return tuple(pre), body, tuple(post)
 
 
-def grid_index(dim: int) -> tuple[str, str]:
-    """(first index of this thread, grid-stride) along grid dimension ``dim``, as CUDA C."""
+def grid_index(dim: int, ctype: str = "int64_t") -> tuple[str, str]:
+    """(first index of this thread, grid-stride) along grid dimension ``dim``, as CUDA C, of
+    the counter's type ``ctype``. In 32 bits the products are the unsigned products of the
+    built-ins, cast once: a 32-bit variant's grid covers fewer than 2**31 threads per axis."""
     a = _AXES[dim]
+    if ctype != "int64_t":
+        return (f"({ctype})(blockIdx.{a} * blockDim.{a} + threadIdx.{a})",
+                f"({ctype})(gridDim.{a} * blockDim.{a})")
     return (f"(int64_t)blockIdx.{a} * blockDim.{a} + threadIdx.{a}",
             f"(int64_t)gridDim.{a} * blockDim.{a}")

@@ -1,0 +1,95 @@
+"""A lowered kernel function specialized, before the CUDA planner cuts it into launches, for
+the layout and the sizes of the arrays of a call (``Variant``, chosen per call by
+``runtime.cuda_variants``):
+
+- the strides that are one element on the output's unit-stride axis become the constant 1
+  (no multiply, and the loads of neighbouring threads are visibly consecutive);
+- where every array's extents and strides fit (``runtime.cuda_variants.fits_32_bits``), the
+  shape and stride parameters and the loop counters over extents are 32-bit: an index is
+  then 32-bit arithmetic, sign-extended once per access, instead of 64-bit multiplies in
+  every load (the registers of a thread nearly halve: docs/performance-gpu.md).
+
+Only the declared types of symbols change (parameters, loop counters): the expressions keep
+their 64-bit type in the IR, so that helpers (``sk_min_int64``) and conversions chosen by
+type still compute in 64 bits where they mix with other values; C's promotions then do
+32-bit arithmetic only where every operand is 32-bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir import kernel as k
+from ...ir.core import Node, rewrite, walk
+
+INDEX32 = np.dtype(np.int32)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What one kernel is specialized for. ``unit_axis``: the output's unit-stride axis (grid
+    x runs along it); ``unit_buffers``: the arguments whose stride along it is one element;
+    ``narrow``: 32-bit index arithmetic; ``covering``: the grids cover the extents, a
+    thread per point without grid-stride loops (``LaunchPlan.covering``)."""
+
+    unit_axis: int
+    unit_buffers: frozenset[str] = frozenset()
+    narrow: bool = False
+    covering: bool = False
+
+
+def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:
+    """``kf`` with the unit strides of ``variant`` as constants and, if it is ``narrow``, its
+    index parameters and internal loop counters declared 32-bit."""
+    one = k.Constant(np.int64(1), dtype=k.INDEX)
+    constant: dict[str, k.Expr] = {}
+    retyped: dict[str, k.Symbol] = {}
+    for p in kf.params:
+        stride = p.get(k.StrideOf)
+        if stride is not None and stride.dim == variant.unit_axis \
+                and stride.buffer in variant.unit_buffers:
+            constant[p.name] = one
+        elif variant.narrow and (stride is not None or p.has(k.ShapeOf)) and p.dtype == k.INDEX:
+            retyped[p.name] = dataclasses.replace(p, dtype=INDEX32)
+
+    def symbol(s: k.Symbol) -> k.Symbol:
+        return retyped.get(s.name, s)
+
+    def expr(e: k.Expr) -> k.Expr:
+        return rewrite(e, node)
+
+    def buffer(b: k.Buffer) -> k.Buffer:
+        return dataclasses.replace(b, shape=tuple(expr(e) for e in b.shape),
+                                   strides=tuple(expr(e) for e in b.strides))
+
+    def node(n: Node) -> Node | None:
+        match n:
+            case k.Sym(symbol=s) if s.name in constant:
+                return constant[s.name]
+            case k.Sym(symbol=s) if s.name in retyped:
+                return dataclasses.replace(n, symbol=retyped[s.name])  # its dtype: still 64
+            case k.Load() | k.Store() | k.Address() | k.AtomicUpdate() | k.DeclareArray():
+                return dataclasses.replace(n, buffer=buffer(n.buffer))
+            case k.Loop(counter=c) if c.name in retyped:
+                return dataclasses.replace(n, counter=retyped[c.name])
+        return None
+
+    if variant.narrow:  # counters first: their uses in loop bodies are rewritten below
+        for s in kf.body:
+            for n in walk(s):
+                if isinstance(n, k.Loop) and _internal(n.counter):
+                    retyped[n.counter.name] = dataclasses.replace(n.counter, dtype=INDEX32)
+    body = tuple(rewrite(s, node) for s in kf.body)
+    params = tuple(symbol(p) for p in kf.params)
+    return dataclasses.replace(kf, params=params, body=body,
+                               buffers=tuple(buffer(b) for b in kf.buffers))
+
+
+def _internal(c: k.Symbol) -> bool:
+    """A loop counter of the lowering's (over extents), not a loop the user wrote (whose
+    counter keeps the user's name, ending with ``_``, and its 64-bit type)."""
+    return c.dtype == k.INDEX and not c.name.endswith("_")
+

@@ -1,0 +1,92 @@
+"""Which specialization of a point kernel a CUDA call runs (``passes.platforms.cuda_layout.
+Variant``), from the device arrays of the call: the output's unit-stride axis (grid x runs
+along it, so that a warp's loads and stores coalesce in any order: C, Fortran, the
+storages of ``sk.empty(..., backend="cuda")`` whose unit stride is J), the arrays with a
+unit stride along it, whether 32-bit index arithmetic is exact for these arrays, and whether
+the grids can cover the extents (a thread per point, no grid-stride loops).
+
+A new variant is built (planned, printed, compiled) on the first call that needs it and kept
+by the entry, as the signature cache keeps specializations.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from ..passes.platforms.cuda_layout import Variant
+
+#: a call runs 32-bit index arithmetic when every array's extents, strides (in elements) and
+#: span (the sum of extent * |stride|) are below this. Half of 2**31: a neighbour's index
+#: (an offset past the span by less than it) and a grid-stride counter (below twice the
+#: extent plus a block) stay below 2**31 too.
+NARROW_LIMIT = 2**30
+
+
+#: a call's grids cover every extent up to this (each thread one point): the y and z limit of
+#: a grid (``runtime.cuda.GRID_LIMITS``), so that ceil(extent / block) blocks never exceed it
+COVERING_LIMIT = 65535
+
+
+def unit_axis(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """The axis with the smallest stride (in bytes or elements) among those with more than one
+    element; the last one on a tie, or when there is none."""
+    axes = [d for d in range(len(shape)) if shape[d] > 1]
+    if not axes:
+        return len(shape) - 1
+    return min(reversed(axes), key=lambda d: abs(strides[d]))
+
+
+def fits_32_bits(arrays: Sequence[object], limit: int | None = None) -> bool:
+    """Every index the kernel computes on ``arrays`` fits a signed 32-bit integer (with the
+    margin of ``limit``, default ``NARROW_LIMIT``)."""
+    limit = NARROW_LIMIT if limit is None else limit
+    for a in arrays:
+        item = a.itemsize  # type: ignore[attr-defined]
+        span = 0
+        for n, s in zip(a.shape, a.strides):  # type: ignore[attr-defined]
+            s = abs(int(s)) // item
+            if n >= limit or s >= limit:
+                return False
+            span += int(n) * s
+        if span >= limit:
+            return False
+    return True
+
+
+def choose(names: Sequence[str], args: Sequence[object], out: str) -> Variant:
+    """The variant for a call whose arguments ``args`` (device arrays and scalars) are named
+    ``names``; ``out`` names the output."""
+    # per call: the arrays' geometry only (a tuple of tuples); the decision is cached on it
+    return _choose(tuple((n, a.shape, a.strides, a.itemsize)  # type: ignore[attr-defined]
+                         for n, a in zip(names, args)
+                         if type(a) not in _SCALARS and hasattr(a, "strides")), out,
+                   NARROW_LIMIT, COVERING_LIMIT)
+
+
+_SCALARS = (bool, int, float, complex)
+
+
+@functools.lru_cache(maxsize=1024)
+def _choose(arrays: tuple[tuple[str, tuple[int, ...], tuple[int, ...], int], ...],
+            out: str, narrow_limit: int, covering_limit: int) -> Variant:
+    geometry = {n: (shape, strides, item) for n, shape, strides, item in arrays}
+    shape, strides, item = geometry[out]
+    axis = unit_axis(shape, strides)
+    # arrays of the output's rank only: another's (a standard_indexing table's) axis of
+    # that number is another axis; its strides stay what the signature made them
+    units = frozenset(n for n, (sh, st, it) in geometry.items()
+                      if len(sh) == len(shape) and st[axis] == it)
+    covering = all(n <= covering_limit for n in shape)
+    narrow = fits_32_bits([_Geometry(sh, st, it) for sh, st, it in geometry.values()],
+                          narrow_limit)
+    return Variant(axis, units, narrow, covering)
+
+
+class _Geometry:
+    """What ``fits_32_bits`` reads of an array."""
+
+    __slots__ = ("shape", "strides", "itemsize")
+
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
+        self.shape, self.strides, self.itemsize = shape, strides, itemsize
