@@ -71,3 +71,37 @@ def test_close_matches_for_options_and_backends():
         gtscript.stencil(backend="numpi", definition=shift)
     with pytest.raises(sk.BackendError, match="did you mean 'numpy'"):
         sk.stencil(smooth, backend="NumPy")(np.arange(4.0))
+
+
+def _gtscript_without_computation(a: Field[float], b: Field[float]):
+    b = a[1, 0, 0]  # noqa: F841  (the statements are not in a computation block)
+
+
+def _comprehension(a):
+    return sum([a[i] for i in range(2)])
+
+
+def _misspelt_local(a):
+    weight = 0.5  # noqa: F841
+    return wieght * a[0]  # noqa: F821
+
+
+def _misspelt_field(inp: Field[float], out: Field[float]):
+    with computation(PARALLEL), interval(...):
+        out = inpt[1, 0, 0]  # noqa: F821, F841
+
+
+def test_messages_use_plain_words():
+    import pytest
+
+    with pytest.raises(sk.StencilError, match="no `return` and no `with computation"):
+        sk.stencil(_gtscript_without_computation, backend="numpy")(np.zeros((3, 3, 3)),
+                                                                   np.zeros((3, 3, 3)))
+    with pytest.raises(sk.StencilSyntaxError) as info:
+        sk.stencil(_comprehension, backend="numpy")(np.arange(5.0))
+    assert "list comprehensions are not supported" in str(info.value)
+    assert "ListComp" not in str(info.value)
+    with pytest.raises(sk.StencilError, match="did you mean 'weight'"):
+        sk.stencil(_misspelt_local, backend="numpy")(np.arange(5.0))
+    with pytest.raises(sk.StencilError, match="did you mean 'inp'"):
+        sk.stencil(backend="numpy")(_misspelt_field)

@@ -637,7 +637,7 @@ def test_unsupported_call_and_expression_hints_are_short():
         with computation(PARALLEL), interval(...):  # noqa: F821
             a = [a, a]
 
-    assert "`List` expressions are not supported" in _error(st2)
+    assert "list literals are not supported" in _error(st2)
 
 
 def test_recursive_helper_is_an_error_not_a_hang():

@@ -23,7 +23,7 @@ from types import FunctionType
 import numpy as np
 
 from .. import dtypes
-from ..errors import StencilSyntaxError
+from ..errors import StencilSyntaxError, did_you_mean
 from ..gtscript import DSL_NAMES, round_away_from_zero, vocabulary
 from ..ir import computation as c
 from ..ir import definition as d
@@ -192,7 +192,10 @@ class ComputationTranslator(Translator):
                               f"pass it to the helper as an argument: {self.helper}(..., "
                               f"{name})")
         where = f"helper '{self.helper}'" if self.helper else "the definition"
-        return self.error(node, f"name '{name}' is not defined in {where}",
+        known = [*self.ctx.fields, *self.ctx.scalars, *getattr(self.ctx, "temporaries", ()),
+                 *(n for n in self.src.namespace if not n.startswith("_"))]
+        return self.error(node, f"name '{name}' is not defined in {where}"
+                          + did_you_mean(name, known),
                           "define it, pass it as an argument, or give it through externals=")
 
     def resolve_global(self, node: ast.expr) -> object:

@@ -15,10 +15,11 @@ from types import ModuleType
 import numpy as np
 
 from .. import dtypes
-from ..errors import StencilError, StencilSyntaxError, StencilTypeError
+from ..errors import StencilError, StencilSyntaxError, StencilTypeError, did_you_mean
 from ..ir import definition as d
 from . import functions
 from .source import SourceFunction
+from .words import construct
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
            ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&",
@@ -135,7 +136,7 @@ class Translator:
                 return []
             case ast.Expr(value=ast.Constant(value=str())):
                 return []
-        raise self.error(s, f"`{type(s).__name__}` statements are not supported in kernels",
+        raise self.error(s, f"{construct(s)} are not supported in kernels",
                          "use assignments, if/else, for-range and while loops, and return")
 
     def assign(self, target: ast.expr, value: ast.expr, s: ast.stmt) -> list[d.Stmt]:
@@ -225,7 +226,7 @@ class Translator:
                                      "index single elements, e.g. a[-1, 0]")
                 parts = index.elts if isinstance(index, ast.Tuple) else [index]
                 return self.subscript(name, tuple(self.expr(p) for p in parts), e)
-        raise self.error(e, f"`{type(e).__name__}` expressions are not supported in kernels",
+        raise self.error(e, f"{construct(e)} are not supported in kernels",
                          "use arithmetic, comparisons, conditional expressions, indexing of "
                          "arguments and calls of math/NumPy functions")
 
@@ -234,7 +235,8 @@ class Translator:
             return d.Name(name, loc=self.src.loc(node))
         found, value = self.src.lookup(name)
         if not found:
-            raise self.error(node, f"name '{name}' is not defined",
+            known = [*self.locals, *(n for n in self.src.namespace if not n.startswith("_"))]
+            raise self.error(node, f"name '{name}' is not defined" + did_you_mean(name, known),
                              "define it before the kernel or pass it as an argument")
         return self.constant_value(value, node)
 

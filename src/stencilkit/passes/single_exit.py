@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import dtypes
-from ..errors import StencilTypeError
+from ..errors import StencilSyntaxError, StencilTypeError
 from ..ir import definition as d
 from ..ir.core import walk
 
@@ -65,6 +65,13 @@ def _rewrite(stmts: tuple[d.Stmt, ...], in_loop: bool) -> tuple[tuple[d.Stmt, ..
 
 def single_exit(kernel: d.PointKernel) -> d.PointKernel:
     body, always = _rewrite(kernel.body, False)
+    if not any(isinstance(n, d.Return) for n in walk(kernel)):
+        # most often a gtscript definition whose statements are not in a computation block
+        raise StencilSyntaxError(
+            "the kernel has no `return` and no `with computation(...)` block", stencil=kernel.name,
+            loc=kernel.loc, hint="a point kernel returns the value of one element "
+            "(`return a[-1, 0] + a[1, 0]`); a gtscript computation puts its statements in "
+            "`with computation(PARALLEL), interval(...):` blocks")
     if not always:
         raise StencilTypeError("not every path through the kernel returns a value",
                                stencil=kernel.name, loc=kernel.loc,
