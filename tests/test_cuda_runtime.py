@@ -350,7 +350,7 @@ def test_emulated_computation_device_checks(emulated):
     big = _device(np.zeros((12, 6, 6)))
     with pytest.raises(sk.ArgumentError, match="'out' is written and shares memory"):
         lap(big[:6], big[3:9][::-1])
-    lap(big[:6], big[6:])  # adjacent, not overlapping
+    lap(big[:6], big[6:], origin=(1, 1, 1))  # adjacent, not overlapping (K halo: given)
     with pytest.raises(sk.ArgumentError, match="not aligned"):
         raw = np.zeros(6 * 6 * 6 * 8 + 1, np.uint8)[1:].view(np.float64).reshape(6, 6, 6)
         lap(u, raw.view(type(u)))
@@ -364,9 +364,10 @@ def test_emulated_dlpack_only_device_arrays(emulated):
     rng = np.random.default_rng(9)
     u = rng.random((6, 7, 8))
     ref = np.zeros_like(u)
-    sk.stencil(C.lap3d, backend="numpy")(u, ref)
+    sk.stencil(C.lap3d, backend="numpy")(u, ref, origin=(1, 1, 1))  # reads K - 1, K + 1
     out = _device(np.zeros_like(u))
-    sk.stencil(C.lap3d, backend="cuda")(DLPackOnly(_device(u)), DLPackOnly(out))
+    sk.stencil(C.lap3d, backend="cuda")(DLPackOnly(_device(u)), DLPackOnly(out),
+                                        origin=(1, 1, 1))
     np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-14)
     got = sk.stencil(K.lap3d, backend="cuda")(DLPackOnly(_device(u)))
     np.testing.assert_array_equal(np.asarray(got), sk.stencil(K.lap3d, backend="numpy")(u))
