@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import stencilkit as sk
 
@@ -56,3 +57,82 @@ def test_a_python_kernel_may_carry_any_name():
     d = sk.Dat(cells, data=np.zeros(4))
     sk.par_loop(sk.Kernel(plus_one, "int x; (odd)"), cells, d(sk.RW), backend="c")
     np.testing.assert_array_equal(d.data, np.ones(4))
+
+
+# ---------------------------------------------------------------- offsets and literals near 2**63
+
+
+def _off_max(a):
+    return a[9223372036854775807, 0]
+
+
+def _off_min(a):
+    return a[0, -9223372036854775808]
+
+
+def _off_uint(a):
+    return a[1, 0] + a[9223372036854775808, 0]
+
+
+def _off_limit(a):
+    return a[0, 0] + a[1099511627777, 0]  # 2**40 + 1
+
+
+def _off_at_limit(a):
+    return a[-1099511627776, 0] + a[0, 1]  # -2**40: allowed, never meets the array
+
+
+@pytest.mark.parametrize("kernel", [_off_max, _off_min, _off_uint, _off_limit],
+                         ids=lambda k: k.__name__)
+def test_relative_offsets_beyond_2_40_are_refused(backend, kernel):
+    # near 2**63 this raised "Python integer ... out of bounds for uint64" (issue 25)
+    with pytest.raises(sk.StencilTypeError, match="exceeds 2\\*\\*40") as info:
+        sk.stencil(kernel, backend=backend)(np.ones((5, 6)))
+    assert kernel.__name__ in str(info.value) and "test_fault_campaign.py:" in str(info.value)
+
+
+def test_relative_offset_at_2_40_matches_numba(backend, numba_stencil):
+    a = np.arange(30.0).reshape(5, 6)
+    np.testing.assert_array_equal(sk.stencil(_off_at_limit, backend=backend)(a),
+                                  numba_stencil(_off_at_limit)(a))
+
+
+def _lit_neg_min(a):
+    return a[0, 0] * 0 + -9223372036854775808
+
+
+def _lit_neg_neg_min(a):
+    return a[0, 0] * 0 + -(-9223372036854775808)  # noqa: B002 (folded to 2**63)
+
+
+def _lit_pow(a):
+    return a[0, 0] * 0 + 2**63
+
+
+def _lit_shift(a):
+    return a[0, 0] * 0 + (1 << 63) - (2**62 + 2**62)
+
+
+def _lit_negative_power(a):
+    return a[0, 0] + 2**-1 + (~5) + 7 // 2 - (-7 % 3)
+
+
+@pytest.mark.parametrize("kernel", [_lit_neg_min, _lit_neg_neg_min, _lit_pow, _lit_shift,
+                                    _lit_negative_power],
+                         ids=lambda k: k.__name__)
+def test_integer_literal_expressions_are_constants_as_in_numba(backend, numba_stencil, kernel):
+    """CPython folds literal arithmetic before Numba sees it: 2**63 is one uint64 constant,
+    not an int64 power that wraps, and 2**-1 is 0.5."""
+    a = np.arange(30.0).reshape(5, 6)
+    got = sk.stencil(kernel, backend=backend)(a)
+    want = numba_stencil(kernel)(a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_literal_beyond_64_bits_is_refused():
+    def big(a):
+        return a[0, 0] + -(2**64)
+
+    with pytest.raises(sk.StencilTypeError, match="does not fit in 64 bits"):
+        sk.stencil(big, backend="numpy")(np.ones((3, 3)))

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import dtypes, integrations, registry
-from .analysis.neighborhood import Neighborhood
+from .analysis.neighborhood import MAX_OFFSET, Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
 from .distributed.array import involved
@@ -96,8 +96,7 @@ def _caller_location() -> Location | None:
     return None if frame is None else Location(frame.f_code.co_filename, frame.f_lineno, 1)
 
 
-#: Offsets beyond this can never meet an array (and would overflow 64-bit index arithmetic).
-_MAX_OFFSET = 2**40
+_MAX_OFFSET = MAX_OFFSET
 
 
 class PointStencil:
