@@ -4,6 +4,7 @@ Crash-capable cases run in a child process (``run_isolated``)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -136,3 +137,146 @@ def test_integer_literal_beyond_64_bits_is_refused():
 
     with pytest.raises(sk.StencilTypeError, match="does not fit in 64 bits"):
         sk.stencil(big, backend="numpy")(np.ones((3, 3)))
+
+
+# ---------------------------------------------------------------- arrays whose own code raises
+
+
+class Boom(Exception):
+    pass
+
+
+class _ArrayRaises:
+    def __array__(self, *args, **kwargs):
+        raise Boom("__array__ failed")
+
+
+class _InterfaceRaises:
+    @property
+    def __array_interface__(self):
+        raise Boom("__array_interface__ failed")
+
+
+class _GetattrRaises:
+    def __getattr__(self, name):
+        raise Boom(f"no {name} today")
+
+
+class _DtypeRaises(np.ndarray):
+    @property
+    def dtype(self):
+        raise Boom("dtype failed")
+
+
+class _StridesRaises(np.ndarray):
+    @property
+    def strides(self):
+        raise Boom("strides failed")
+
+
+class _FunctionRaises(np.ndarray):
+    def __array_function__(self, *args, **kwargs):
+        raise Boom("__array_function__ failed")
+
+
+class _UfuncRaises(np.ndarray):
+    def __array_ufunc__(self, *args, **kwargs):
+        raise Boom("__array_ufunc__ failed")
+
+
+class _SetitemRaises(np.ndarray):
+    def __setitem__(self, index, value):
+        raise Boom("__setitem__ failed")
+
+
+def _blur(a):
+    return a[0, 1] + a[0, -1]
+
+
+def _hostile(kind: str, shape: tuple[int, ...]) -> object:
+    base = np.arange(float(np.prod(shape))).reshape(shape)
+    return {"array": _ArrayRaises(), "interface": _InterfaceRaises(),
+            "getattr": _GetattrRaises(), "dtype": base.view(_DtypeRaises),
+            "strides": base.view(_StridesRaises),
+            "function": base.view(_FunctionRaises), "ufunc": base.view(_UfuncRaises),
+            "setitem": base.view(_SetitemRaises)}[kind]
+
+
+HOSTILE = ["array", "interface", "getattr", "dtype", "strides", "function", "ufunc", "setitem"]
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_point_arguments_whose_methods_raise_are_named(backend, kind):
+    st = sk.stencil(_blur, backend=backend)
+    a = np.arange(42.0).reshape(6, 7)
+    want = sk.stencil(_blur, backend="numpy")(a)
+    for args, out, label in [((_hostile(kind, (6, 7)),), None, "argument 1 ('a')"),
+                             ((a,), _hostile(kind, (6, 7)), "'out'")]:
+        try:
+            got = st(*args, out=out) if out is not None else st(*args)
+        except sk.StencilError as exc:  # never the raw Boom; always naming the argument
+            text = str(exc)
+            assert label.split(" (")[0] in text and "_blur" in text, text
+            if "raised Boom" in text:
+                assert label in text and "test_fault_campaign.py" in text, text
+                assert isinstance(exc.__cause__, Boom)
+        else:  # a subclass read as the plain array it is: computed right
+            # (with out=, the border columns keep what out held)
+            np.testing.assert_array_equal(np.ndarray.view(got, np.ndarray)[:, 1:-1],
+                                          want[:, 1:-1])
+
+
+def _copy(a: sk.Field[float], b: sk.Field[float]):
+    with sk.computation(sk.PARALLEL), sk.interval(...):
+        b = a[1, 0, 0]  # noqa: F841 (a field write)
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_computation_fields_whose_methods_raise_are_named(backend, kind, which):
+    st = sk.stencil(_copy, backend=backend)
+    fields = {"a": np.ones((6, 6, 4)), "b": np.zeros((6, 6, 4))}
+    fields[which] = _hostile(kind, (6, 6, 4))
+    try:
+        st(fields["a"], fields["b"], origin=(0, 0, 0), domain=(5, 6, 4))
+    except sk.StencilError as exc:  # never the raw Boom; always naming the field
+        assert f"field '{which}'" in str(exc) and "_copy" in str(exc), str(exc)
+    else:  # a subclass read as the plain array it is: computed right
+        b = np.ndarray.view(fields["b"], np.ndarray)
+        a = np.ndarray.view(fields["a"], np.ndarray)
+        np.testing.assert_array_equal(b[:5], a[1:])
+
+
+def test_an_exception_no_argument_raised_is_not_blamed_on_one(monkeypatch):
+    """A failure inside stencilkit (simulated) with an argument that reads cleanly stays
+    what it is."""
+    stencil_module = importlib.import_module("stencilkit.stencil")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("internal")
+
+    monkeypatch.setattr(stencil_module.PointStencil, "_specialize", broken)
+    with pytest.raises(RuntimeError, match="internal"):
+        sk.stencil(_blur, backend="numpy")([[1.0] * 7] * 6)  # a list: user code could run
+
+
+# ---------------------------------------------------------------- func_or_mode twice
+
+
+def test_func_or_mode_given_twice_is_a_stencil_error():
+    # was Python's own TypeError ("got multiple values for argument 'func_or_mode'")
+    with pytest.raises(sk.StencilError, match="both by position and by name") as info:
+        sk.stencil(_blur, func_or_mode="wrap")
+    assert "_blur" in str(info.value) and "test_fault_campaign.py:" in str(info.value)
+    with pytest.raises(sk.StencilError, match="both by position and by name"):
+        sk.stencil("nearest", func_or_mode="wrap")
+
+
+def test_func_or_mode_by_name_alone_is_the_mode():
+    a = np.arange(42.0).reshape(6, 7)
+    by_name = sk.stencil(func_or_mode="wrap", backend="numpy")(_blur)
+    by_position = sk.stencil("wrap", backend="numpy")(_blur)
+    np.testing.assert_array_equal(by_name(a), by_position(a))
+    assert by_name(a)[0, 0] == a[0, 1] + a[0, -1]  # wrapped, not cval
+    with pytest.raises(sk.StencilError, match="unsupported mode"):
+        sk.stencil(func_or_mode="bogus")

@@ -25,6 +25,7 @@ from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .passes.inline_temporaries import inline_temporaries
 from .passes.pipeline import dump
+from .runtime import hostile
 from .runtime.computation_args import ComputationArguments
 
 Origin = tuple[int, int, int]
@@ -134,6 +135,20 @@ class ComputationStencil:
     def __call__(self, /, *args: object, origin: object = None, domain: object = None,
                  validate_args: bool = True, exec_info: dict | None = None,
                  **kwargs: object) -> None:
+        try:
+            return self._call(args, kwargs, origin, domain, validate_args, exec_info)
+        except Exception as exc:  # an argument's own code raised: say which one
+            fields = {f.name for f in self.definition.fields}
+            named = [(f"{'field' if n in fields else 'argument'} '{n}'", v) for n, v in
+                     (*zip(self._arguments.positional, args), *kwargs.items())]
+            named += [("origin=", origin), ("domain=", domain)]
+            blamed = hostile.blame(exc, named, self.__name__, self.definition.loc)
+            if blamed is None:
+                raise
+            raise blamed from exc
+
+    def _call(self, args: tuple, kwargs: dict, origin: object, domain: object,
+              validate_args: bool, exec_info: dict | None) -> None:
         if involved(args, kwargs.values()):  # MPI: halo exchange, then this call per rank
             from .distributed import computation
 

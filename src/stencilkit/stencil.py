@@ -26,6 +26,7 @@ from .frontend.source import SourceFunction
 from .ir import definition as d
 from .passes import pipeline
 from .passes.lower_point import MODES, Layout
+from .runtime import hostile
 from .runtime.launch import PointCall, check_shapes
 from .runtime.opencl import is_device_array, unit_last_stride
 
@@ -186,28 +187,43 @@ class PointStencil:
             call = self._specs.get(
                 (key, None if out is None else (out.dtype, out.ndim,
                                                 out.strides[-1] == out.itemsize)))
-        except (AttributeError, IndexError):  # out is no array, or a 0-d array
+        except Exception:  # noqa: BLE001 - out is no array, a 0-d array, or raises when read
             call = None
-        if call is None:
-            return self._first_call(args, out)
-        if out is None or type(call) is not PointCall:  # subclasses check in Python
-            return call(args, out)
-        if call.exact is not None and out.strides[-1] == out.itemsize and \
-                all(k[2] if type(k) is tuple else type(k) is not str for k in key):
-            # not for an int outside int64 (its key is a string): its specialization converts
-            # differently, and the type alone (int) would not tell the two apart
-            self._exact = (call, tuple(x for a in (*args, out, call.has_cval, call.cval)
-                                       for x in (type(a), a.dtype if type(a) is np.ndarray
-                                                 else None)))
-            self._install_fast_call(call, self._exact[1])
-        # A C entry point with the caller's out, called here rather than through
-        # PointCall.__call__ (one Python frame less per call): it checks the arguments itself
-        # before running anything, so on a refusal the PointCall runs it again and reports.
         try:
-            status = call.entry(*args, out, call.has_cval, call.cval)
-        except (ValueError, BufferError, TypeError):
-            return call(args, out)
-        return call._after(status, args, out) if status else out
+            if call is None:
+                return self._first_call(args, out)
+            if out is None or type(call) is not PointCall:  # subclasses check in Python
+                return call(args, out)
+            if call.exact is not None and out.strides[-1] == out.itemsize and \
+                    all(k[2] if type(k) is tuple else type(k) is not str for k in key):
+                # not for an int outside int64 (its key is a string): its specialization
+                # converts differently, and the type alone (int) would not tell the two apart
+                self._exact = (call, tuple(x for a in (*args, out, call.has_cval, call.cval)
+                                           for x in (type(a), a.dtype if type(a) is np.ndarray
+                                                     else None)))
+                self._install_fast_call(call, self._exact[1])
+            # A C entry point with the caller's out, called here rather than through
+            # PointCall.__call__ (one Python frame less per call): it checks the arguments
+            # itself before running anything, so on a refusal the PointCall runs it again and
+            # reports.
+            try:
+                status = call.entry(*args, out, call.has_cval, call.cval)
+            except (ValueError, BufferError, TypeError):
+                return call(args, out)
+            return call._after(status, args, out) if status else out
+        except Exception as exc:  # an argument's own code raised: say which one
+            blamed = self._blame(exc, args, out)
+            if blamed is None:
+                raise
+            raise blamed from exc
+
+    def _blame(self, exc: Exception, args: tuple, out: object):
+        """An ArgumentError naming the argument whose own code raised ``exc``, or None."""
+        code = getattr(self.func, "__code__", None)
+        names = code.co_varnames[:code.co_argcount] if code is not None else ()
+        named = [(f"argument {i + 1}" + (f" ('{names[i]}')" if i < len(names) else ""), a)
+                 for i, a in enumerate(args)] + [("'out'", out)]
+        return hostile.blame(exc, named, self.__name__, _location(self.func))
 
     def _install_fast_call(self, call: PointCall, expected: tuple) -> None:
         """Calls with the types of this one (and ``out=``) skip the Python ``__call__``: the
@@ -436,6 +452,9 @@ class PointStencil:
             return np.array(cval).astype(out_dtype).item()
 
 
+_NOT_GIVEN = object()  # stencil()'s func_or_mode when only a keyword (or nothing) gives it
+
+
 class TypedCall(NamedTuple):
     typed: pipeline.TypedPointKernel
     out_dtype: np.dtype
@@ -444,12 +463,23 @@ class TypedCall(NamedTuple):
     relative: tuple[int, ...]
 
 
-def stencil(func_or_mode: object = "constant", **options: object):
+def stencil(func_or_mode: object = _NOT_GIVEN, /, **options: object):
     """Decorator: ``@sk.stencil``, ``@sk.stencil(...)`` or ``sk.stencil(func, **options)``.
 
     ``func_or_mode`` is, as in Numba, either the kernel or the border mode: "constant"
     (Numba's: border elements are ``cval``), or scipy.ndimage's "nearest", "reflect",
-    "mirror", "wrap" (every element computed, reads outside an array remapped into it)."""
+    "mirror", "wrap" (every element computed, reads outside an array remapped into it).
+    It may be given by position or by name, not both."""
+    if "func_or_mode" in options:
+        if func_or_mode is not _NOT_GIVEN:
+            raise StencilError("func_or_mode given both by position and by name",
+                               stencil=getattr(func_or_mode, "__name__", None),
+                               loc=_caller_location(),
+                               hint="pass the kernel (or the border mode) once: "
+                                    "sk.stencil(f, ...) or sk.stencil(func_or_mode='wrap')")
+        func_or_mode = options.pop("func_or_mode")
+    elif func_or_mode is _NOT_GIVEN:
+        func_or_mode = "constant"
     if isinstance(func_or_mode, str):
         mode, func = func_or_mode, None
     else:
@@ -461,7 +491,6 @@ def stencil(func_or_mode: object = "constant", **options: object):
     if unknown:
         raise StencilError(f"unknown stencil option(s) {unknown}",
                            hint=f"use {sorted(_POINT_OPTIONS | _COMPUTATION_OPTIONS)}")
-    options.pop("func_or_mode", None)
 
     def wrap(f: object):
         if not isinstance(f, FunctionType):
