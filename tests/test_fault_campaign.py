@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -280,3 +281,52 @@ def test_func_or_mode_by_name_alone_is_the_mode():
     assert by_name(a)[0, 0] == a[0, 1] + a[0, -1]  # wrapped, not cval
     with pytest.raises(sk.StencilError, match="unsupported mode"):
         sk.stencil(func_or_mode="bogus")
+
+
+# ---------------------------------------------------------------- Numba's files in a cache entry
+
+_NUMBA_CHILD = """
+    import warnings, numpy as np, stencilkit as sk
+
+    def lap(a):
+        return a[-1, 0] + a[1, 0] - 2.0 * a[0, 0]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = sk.stencil(lap, backend="numba")(np.arange(30.0).reshape(5, 6) ** 2)
+    print(float(r.sum()))
+    for w in caught:
+        print("WARNING", w.message)
+"""
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "writable", "foreign"])
+def test_numba_cache_files_of_an_entry_are_checked_before_numba_loads_them(tmp_path, damage):
+    """Numba keeps an entry's machine code in its __pycache__ and unpickles it unverified: a
+    damaged file ended in a raw UnpicklingError/EOFError/IndexError (issue 25), one planted
+    by another user would run its code. Now it is discarded and compiled again."""
+    from stencilkit.registry import REGISTRY
+
+    if REGISTRY["numba"].probe():
+        pytest.skip(f"backend numba: {REGISTRY['numba'].probe()}")
+    if damage == "foreign" and (not hasattr(os, "geteuid") or os.geteuid() != 0):
+        pytest.skip("a file owned by another user needs root (chown)")
+    env = {"STENCILKIT_CACHE_DIR": str(tmp_path)}
+    first = run_isolated(_NUMBA_CHILD, env=env).split()
+    files = sorted(tmp_path.glob("v*/??/*/__pycache__/*.nb[ic]"))
+    assert files, "Numba wrote no cache files into the entry"
+    for f in files:
+        data = f.read_bytes()
+        if damage == "truncated":
+            f.write_bytes(data[: len(data) // 2])
+        elif damage == "garbage":
+            f.write_bytes(b"\0" * len(data))
+        elif damage == "empty":
+            f.write_bytes(b"")
+        elif damage == "writable":
+            f.chmod(0o666)
+        else:
+            os.chown(f, 65534, 65534)
+    again = run_isolated(_NUMBA_CHILD, env=env)
+    assert again.split()[0] == first[0]
+    assert "Numba's cache" in again and "is not loaded because" in again, again
