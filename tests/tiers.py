@@ -30,7 +30,12 @@ BACKEND_SAMPLE = 8
 FAMILY_CAP = 12
 FAST_EXAMPLES = 5
 #: ``file::function`` prefixes that run in the full tier only
-FULL_ONLY: tuple[str, ...] = ()
+FULL_ONLY: tuple[str, ...] = (
+    # 35 s of CPU on "c" alone (chains of 1000 terms); shorter chains run in other tests
+    "tests/test_hostile_input.py::test_long_and_or_and_comparison_chains",
+    # Numba's computations with ~500 hostile names: the slowest backend and kind
+    "tests/test_names.py::test_hostile_names_on_numba_computations",
+)
 #: What the modules' own example counts read (they run before collection)
 FAST_ENV = {"STENCILKIT_HYPOTHESIS_EXAMPLES": "6",
             "STENCILKIT_HYPOTHESIS_EXAMPLES_CLUSTER": "2",
