@@ -24,6 +24,20 @@ if os.environ.get("STENCILKIT_CUDA_EMULATOR") == "1":  # "cuda" on the CPU: test
 
 from stencilkit.registry import REGISTRY, implemented  # noqa: E402
 
+from . import tiers  # noqa: E402
+
+
+def pytest_addoption(parser):
+    tiers.add_options(parser)
+
+
+def pytest_configure(config):
+    tiers.configure(config)
+
+
+def pytest_collection_modifyitems(config, items):
+    tiers.select(config, items)
+
 
 def _backend_params():
     # Every backend the registry says is built runs the whole parametrized suite (skipped,

@@ -59,9 +59,44 @@ def fz_comp(a: Field[float], b: Field[float], s: float, n: int):
 # ---------------------------------------------------------------- building arguments
 
 
+class Hostile(Exception):
+    """What an argument's own code raises."""
+
+
+class _ArrayRaises:
+    def __array__(self, *args, **kwargs):
+        raise Hostile("__array__")
+
+
+class _GetattrRaises:
+    def __getattr__(self, name):
+        raise Hostile(name)
+
+
+class _DtypeRaises(np.ndarray):
+    @property
+    def dtype(self):
+        raise Hostile("dtype")
+
+
+class _FunctionRaises(np.ndarray):
+    def __array_function__(self, *args, **kwargs):
+        raise Hostile("__array_function__")
+
+
+def hostile(which: str, shape: list[int]) -> object:
+    """An argument whose methods raise (issue 25): the error must name it, not be Hostile."""
+    base = np.ones(shape)
+    return {"array": _ArrayRaises, "getattr": _GetattrRaises,
+            "dtype": lambda: base.view(_DtypeRaises),
+            "function": lambda: base.view(_FunctionRaises)}[which]()
+
+
 def make_array(spec: dict) -> object:
     """An array (or a non-array) from its description: values, dtype, shape, layout."""
     kind = spec.get("kind", "array")
+    if kind == "hostile":
+        return hostile(spec["which"], spec["shape"])
     if kind == "value":
         return decode(spec["value"])
     if kind == "list":
@@ -125,6 +160,8 @@ def layout(a: np.ndarray, how: str, writeable: bool) -> np.ndarray:
 
 def clean(x: object) -> object:
     """A plain copy of an array argument (native order, aligned, contiguous, writable)."""
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray:  # a hostile subclass
+        x = np.ndarray.view(x, np.ndarray)
     if isinstance(x, np.ndarray) and x.dtype.kind not in "OUS":
         return np.array(x, dtype=x.dtype.newbyteorder("="), order="C")
     return x

@@ -131,6 +131,9 @@ non_arrays = st.one_of(
     st.just({"kind": "value", "value": {"t": "ndarray0", "v": 1.5}}),
     st.just({"kind": "value", "value": enc(1j)}),
     st.just({"kind": "value", "value": enc(2**70)}),
+    # objects whose own methods raise (issue 25): an error naming the stencil, never theirs
+    st.sampled_from(["array", "getattr", "dtype", "function"]).map(
+        lambda w: {"kind": "hostile", "which": w, "shape": [6, 7]}),
 )
 
 scalars = st.one_of(
@@ -254,6 +257,9 @@ def test_fuzz_options(backend, options):
         arr = {"kind": "array", "shape": [5, 6], "dtype": "float64", "layout": "C"}
         cases.append({"target": "fz_plus", "args": [arr, {"kind": "value", "value": 1.0}],
                       "options": opts})
+    # the mode also by name, next to the kernel by position: refused (issue 25)
+    cases.append({"target": "fz_plus", "args": [arr, {"kind": "value", "value": 1.0}],
+                  "options": {"func_or_mode": enc("wrap")}, "must": "error"})
     run_batch(backend, "options", cases)
 
 

@@ -325,7 +325,8 @@ def test_fuzz_parloop(backend):
     if reason:
         pytest.skip(f"backend {backend}: {reason}")
     env = dict(os.environ, OMP_NUM_THREADS="2")
-    examples = EXAMPLES.get(backend, DEFAULT_EXAMPLES)
+    examples = int(os.environ.get("STENCILKIT_FUZZ_PARLOOP_EXAMPLES", "0")) or \
+        EXAMPLES.get(backend, DEFAULT_EXAMPLES)  # the fast tier's count (tests/tiers.py)
     proc = subprocess.run([sys.executable, __file__, backend, str(examples)],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, (f"exit status {proc.returncode}\n{proc.stdout[-4000:]}\n"

@@ -619,6 +619,25 @@ def test_halo_too_small():
                            for _ in range(3)]), "needs a halo of 2")
 
 
+def test_halo_too_small_without_periodic_axes():
+    """The same verdict whatever the number of ranks: also on one rank, where no axis is
+    split and no halo is exchanged (it passed there and failed on two, issue 25)."""
+    kernel = sk.stencil(diagonal, backend="numpy")
+    _refused(lambda: kernel(sk.Decomposition(COMM, (12, 12), halo=1).zeros()),
+             "'u' needs a halo of 2 along axis 0", "has halo 1")
+    _refused(lambda: kernel(sk.Decomposition(COMM, (12, 12), halo=(2, 0)).zeros()),
+             "'u' needs a halo of 1 along axis 1", "has halo 0")
+    kernel(sk.Decomposition(COMM, (12, 12), halo=2).zeros())  # enough
+    st_ = sk.stencil(C.hdiff, backend="numpy")
+    _refused(lambda: st_(*[sk.Decomposition(COMM, SHAPE3, halo=1).zeros()
+                           for _ in range(3)]), "needs a halo of 2")
+    # K is never split (3-D, default dims): lap3d reads K-1 and K+1 with no halo along K
+    lap = sk.stencil(C.lap3d, backend="numpy")
+    dec = sk.Decomposition(COMM, SHAPE3, halo=(1, 1, 0))
+    lap(dec.zeros(), dec.zeros(), origin=(1, 1, 1),
+        domain=tuple(n - 2 for n in SHAPE3))
+
+
 def test_block_thinner_than_reach():
     dec = sk.Decomposition(COMM, (SIZE, 8), halo=3, periodic=True, dims=(SIZE, 1))
     kernel = sk.stencil(diagonal, backend="numpy")

@@ -6,9 +6,13 @@ import contextlib
 import contextvars
 import dataclasses
 import os
+import types
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from .errors import StencilError
 
@@ -106,30 +110,153 @@ def current() -> Config:
     return _current
 
 
-def configure(**changes: object) -> Config:
-    """Change process-wide defaults, e.g. ``sk.configure(backend="numpy")``; returns the new config."""
-    global _current
-    names = {f.name for f in dataclasses.fields(Config)}
-    unknown = sorted(set(changes) - names)
+# ---------------------------------------------------------------- checking a change
+#
+# Every field is checked by its annotation (``_by_type``), so a new field of a plain type
+# needs no code here; ``_FIELD_CHECKS`` adds what a type cannot say (the names a field
+# allows). Each check returns the normalized value or raises ``_Bad`` with what it expects.
+
+
+class _Bad(Exception):
+    """A value a field does not take; the message says what it takes."""
+
+
+def _strings(value: object, sep: str | None) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(sep) if p.strip())
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise _Bad("a string or a sequence of strings")
+
+
+def _by_type(hint: object, value: object) -> object:
+    """``value`` as the annotated type ``hint`` takes it (strings split where the type is a
+    collection); ``_Bad`` if it does not fit."""
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None and type(None) in options:
+        return None
+    for t in options:
+        origin = typing.get_origin(t) or t
+        if t is bool and isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if t is int and isinstance(value, (int, np.integer)) and not isinstance(
+                value, (bool, np.bool_)):
+            return int(value)
+        if t is float and isinstance(value, (int, float, np.integer, np.floating)) and not \
+                isinstance(value, (bool, np.bool_)):
+            return float(value)
+        if t is str and isinstance(value, str):
+            return value
+        if t is Path and isinstance(value, (str, os.PathLike)) and str(value):
+            return Path(value).expanduser()
+        if origin is tuple:
+            return _strings(value, None)
+        if origin is frozenset:
+            return frozenset(_strings(value, ","))
+    raise _Bad(" or ".join(_KINDS.get(t, getattr(t, "__name__", str(t))) for t in options))
+
+
+_KINDS = {bool: "True or False", int: "an int", float: "a number", str: "a string",
+          Path: "a path (a str or os.PathLike)", type(None): "None"}
+
+
+def _check_backend(value: str | None) -> str | None:
+    if value is None:
+        return None
+    from .registry import gt4py_names  # the registry imports this module
+
+    names = gt4py_names()
+    if value not in names:
+        raise _Bad(f"a backend name ({', '.join(sorted(names))}) or None")
+    return names[value]
+
+
+def _check_dump(value: frozenset[str]) -> frozenset[str]:
+    stages = frozenset(s.lower() for s in value)
+    if "all" in stages:
+        return _DUMP_STAGES
+    if not stages <= _DUMP_STAGES:
+        raise _Bad(f"stages among {sorted(_DUMP_STAGES)} or 'all'")
+    return stages
+
+
+def _check_race(value: str) -> str:
+    from .loop import RACE_MODES
+
+    if value not in RACE_MODES:
+        raise _Bad(f"one of {RACE_MODES}")
+    return value
+
+
+_FIELD_CHECKS: dict[str, typing.Callable[[typing.Any], object]] = {
+    "backend": _check_backend,
+    "dump": _check_dump,
+    "race": _check_race,
+}
+
+
+def _checked(changes: dict[str, object]) -> dict[str, object]:
+    """Every change normalized, or a StencilError naming each bad one: nothing is applied
+    unless everything is valid."""
+    hints = typing.get_type_hints(Config)
+    unknown = sorted(set(changes) - set(hints))
     if unknown:
         raise StencilError(f"unknown configuration option(s) {unknown}",
-                           hint=f"use one of {sorted(names)}")
-    if "cache_dir" in changes and changes["cache_dir"] is not None:
-        changes["cache_dir"] = Path(str(changes["cache_dir"])).expanduser()
-    if "dump" in changes:
-        d = changes["dump"]
-        changes["dump"] = frozenset(d.split(",")) if isinstance(d, str) else frozenset(d or ())
-    if "cflags" in changes and isinstance(changes["cflags"], str):
-        changes["cflags"] = tuple(changes["cflags"].split())
-    if "opencl_options" in changes and isinstance(changes["opencl_options"], str):
-        changes["opencl_options"] = tuple(changes["opencl_options"].split())
-    if "fast_math" in changes and not isinstance(changes["fast_math"], bool):
-        raise StencilError(f"fast_math={changes['fast_math']!r} is not a bool",
-                           hint="sk.configure(fast_math=True) or fast_math=False")
+                           hint=f"use one of {sorted(hints)}")
+    out, bad = {}, []
+    for name, value in changes.items():
+        try:
+            v = _by_type(hints[name], value)
+            check = _FIELD_CHECKS.get(name)
+            out[name] = v if check is None else check(v)
+        except _Bad as exc:
+            bad.append(f"{name}={value!r} (it takes {exc})")
+    if bad:
+        raise StencilError("bad configuration value(s), nothing was changed: " + "; ".join(bad),
+                           hint="pass values of the kinds named")
+    return out
+
+
+def _install(new: Config) -> None:
+    global _current
     was_lazy = _current.lazy
-    _current = dataclasses.replace(_current, **changes)  # type: ignore[arg-type]
-    if was_lazy and not _current.lazy:
+    _current = new
+    if was_lazy and not new.lazy:  # what was queued runs now, as without lazy evaluation
         from .runtime import lazy
 
         lazy.flush()
-    return _current
+
+
+class ConfigChange:
+    """What ``configure()`` returns: the configuration now in force (its fields read as
+    attributes) and, used in a ``with`` statement, a change undone on leaving the block."""
+
+    __slots__ = ("config", "previous")
+
+    def __init__(self, config: Config, previous: Config) -> None:
+        self.config = config
+        self.previous = previous
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.config, name)
+
+    def __repr__(self) -> str:
+        return f"ConfigChange({self.config!r})"
+
+    def __enter__(self) -> Config:
+        return self.config
+
+    def __exit__(self, *exc_info: object) -> None:
+        _install(self.previous)  # also when the block raised: the exception goes on
+
+
+def configure(**changes: object) -> ConfigChange:
+    """Change process-wide defaults, e.g. ``sk.configure(backend="numpy")``: for good, or,
+    as ``with sk.configure(...):``, inside the block only (the configuration in force before
+    the call is restored when the block ends, also when it raises). An unknown option or a
+    bad value raises ``StencilError`` and changes nothing. The configuration is one per
+    process, not per thread."""
+    checked = _checked(changes)
+    previous = _current
+    _install(dataclasses.replace(previous, **checked))  # type: ignore[arg-type]
+    return ConfigChange(_current, previous)

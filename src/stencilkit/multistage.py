@@ -28,6 +28,7 @@ from .ir import computation as c
 from .log import build_event
 from .passes.inline_temporaries import inline_temporaries
 from .passes.pipeline import dump
+from .runtime import hostile
 from .runtime.computation_args import ComputationArguments
 
 Origin = tuple[int, int, int]
@@ -167,71 +168,84 @@ class ComputationStencil:
                  validate_args: bool = True, exec_info: dict | None = None,
                  **kwargs: object) -> None:
         try:
-            if involved(args, kwargs.values()):  # MPI: halo exchange, then this call per rank
-                from .distributed import computation
-
-                return computation.call(self, args, kwargs, origin, domain, validate_args,
-                                        exec_info)
-            if exec_info is not None:
-                if not isinstance(exec_info, dict):
-                    raise ArgumentError(f"exec_info must be a dict, got {type(exec_info).__name__}",
-                                        stencil=self.__name__, loc=self.definition.loc,
-                                        hint="pass exec_info={} (or None)")
-                exec_info["call_start_time"] = time.perf_counter()
-            values = self._arguments.bind(args, kwargs)
-            fields = {f.name: values[f.name] for f in self._parameter_fields}
-            if origin is None:
-                origin = _gt_origins(self._parameter_fields, fields)
-            on_device = any(map(integrations.is_device, fields.values()))
-            if on_device:  # CuPy arrays: checked and built on host stand-ins, run in place
-                from .integrations import device
-
-                values, fields = device.computation_fields(self, values, fields)
-            if validate_args:
-                self._arguments.check_fields(fields, overlap=not on_device)
-            else:  # unchecked types are the caller's risk; memory safety is not
-                self._arguments.check_arrays(fields)
-            chosen = registry.resolve(self.backend, self.__name__)
-            plan = self._plan(chosen)
-            try:
-                geo_key = (id(plan), tuple(a.shape for a in fields.values()),
-                           _hashable(origin), _hashable(domain))
-                geo = self._geo_cache.get(geo_key)
-            except (TypeError, ValueError):  # malformed origin/domain: _geometry says what
-                geo_key, geo = None, None
-            if geo is None:
-                # The halos are checked whatever validate_args says: they keep every access of
-                # the generated code inside the arrays.
-                geo = self._geometry(fields, origin, domain, True, plan)
-                if geo_key is not None:
-                    self._geo_cache[geo_key] = geo
-            temps = self._temporaries(geo, plan, chosen)
-            if geo.plane_shapes:
-                values, fields = self._planes(geo, chosen, values, fields, on_device)
-            _, run = self._build(chosen, fields)
-            written: dict[str, np.ndarray] = {}
-            if chosen.capabilities.compiled and not on_device:  # type: ignore[union-attr]
-                values, written = self._arguments.aligned(values, fields)
-            if exec_info is not None:
-                exec_info["run_start_time"] = time.perf_counter()
-            try:
-                run(values, temps, geo)
-            except (ValueError, TypeError, BufferError) as exc:
-                if isinstance(exc, StencilError):
-                    raise
-                # what the compiled entry point refuses (validate_args=False lets more through)
-                raise ArgumentError(str(exc), stencil=self.__name__, loc=self.definition.loc,
-                                    hint="check the fields' dimensions and dtypes") from None
-            for name, target in written.items():
-                target[...] = values[name]
-            if exec_info is not None:
-                exec_info["run_end_time"] = time.perf_counter()
-                exec_info["call_end_time"] = time.perf_counter()
-                exec_info["domain"] = geo.domain
-                exec_info["origin"] = dict(geo.origins)
-                exec_info["backend"] = chosen.name
+            return self._call(args, kwargs, origin, domain, validate_args, exec_info)
         except StencilError as exc:
             raise at_call(exc, sys._getframe(1)) from exc.__cause__
+        except Exception as exc:  # an argument's own code raised: say which one
+            fields = {f.name for f in self.definition.fields}
+            named = [(f"{'field' if n in fields else 'argument'} '{n}'", v) for n, v in
+                     (*zip(self._arguments.positional, args), *kwargs.items())]
+            named += [("origin=", origin), ("domain=", domain)]
+            blamed = hostile.blame(exc, named, self.__name__, self.definition.loc)
+            if blamed is None:
+                raise
+            raise at_call(blamed, sys._getframe(1)) from exc
+
+    def _call(self, args: tuple, kwargs: dict, origin: object, domain: object,
+              validate_args: bool, exec_info: dict | None) -> None:
+        if involved(args, kwargs.values()):  # MPI: halo exchange, then this call per rank
+            from .distributed import computation
+
+            return computation.call(self, args, kwargs, origin, domain, validate_args,
+                                    exec_info)
+        if exec_info is not None:
+            if not isinstance(exec_info, dict):
+                raise ArgumentError(f"exec_info must be a dict, got {type(exec_info).__name__}",
+                                    stencil=self.__name__, loc=self.definition.loc,
+                                    hint="pass exec_info={} (or None)")
+            exec_info["call_start_time"] = time.perf_counter()
+        values = self._arguments.bind(args, kwargs)
+        fields = {f.name: values[f.name] for f in self._parameter_fields}
+        if origin is None:
+            origin = _gt_origins(self._parameter_fields, fields)
+        on_device = any(map(integrations.is_device, fields.values()))
+        if on_device:  # CuPy arrays: checked and built on host stand-ins, run in place
+            from .integrations import device
+
+            values, fields = device.computation_fields(self, values, fields)
+        if validate_args:
+            self._arguments.check_fields(fields, overlap=not on_device)
+        else:  # unchecked types are the caller's risk; memory safety is not
+            self._arguments.check_arrays(fields)
+        chosen = registry.resolve(self.backend, self.__name__)
+        plan = self._plan(chosen)
+        try:
+            geo_key = (id(plan), tuple(a.shape for a in fields.values()),
+                       _hashable(origin), _hashable(domain))
+            geo = self._geo_cache.get(geo_key)
+        except (TypeError, ValueError):  # malformed origin/domain: _geometry says what
+            geo_key, geo = None, None
+        if geo is None:
+            # The halos are checked whatever validate_args says: they keep every access of
+            # the generated code inside the arrays.
+            geo = self._geometry(fields, origin, domain, True, plan)
+            if geo_key is not None:
+                self._geo_cache[geo_key] = geo
+        temps = self._temporaries(geo, plan, chosen)
+        if geo.plane_shapes:
+            values, fields = self._planes(geo, chosen, values, fields, on_device)
+        _, run = self._build(chosen, fields)
+        written: dict[str, np.ndarray] = {}
+        if chosen.capabilities.compiled and not on_device:  # type: ignore[union-attr]
+            values, written = self._arguments.aligned(values, fields)
+        if exec_info is not None:
+            exec_info["run_start_time"] = time.perf_counter()
+        try:
+            run(values, temps, geo)
+        except (ValueError, TypeError, BufferError) as exc:
+            if isinstance(exc, StencilError):
+                raise
+            # what the compiled entry point refuses (validate_args=False lets more through)
+            raise ArgumentError(str(exc), stencil=self.__name__, loc=self.definition.loc,
+                                hint="check the fields' dimensions and dtypes") from None
+        for name, target in written.items():
+            target[...] = values[name]
+        if exec_info is not None:
+            exec_info["run_end_time"] = time.perf_counter()
+            exec_info["call_end_time"] = time.perf_counter()
+            exec_info["domain"] = geo.domain
+            exec_info["origin"] = dict(geo.origins)
+            exec_info["backend"] = chosen.name
 
     # ------------------------------------------------------------ geometry
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import sys
 from dataclasses import dataclass
 from types import FunctionType
 
@@ -464,6 +465,7 @@ class Kernel:
             if not name:
                 raise StencilError("a C-string Kernel needs the name of its function",
                                    hint="sk.Kernel(code, 'my_kernel')")
+            _check_c_name(name)
             self.func = None
             self.code = str(code)
             self.name = name
@@ -490,6 +492,33 @@ class Kernel:
         from .ir.definition import format_point_kernel
 
         return format_point_kernel(parse_kernel(self.func)[0])
+
+
+# C99/C11 keywords and the GNU spellings the generated code's compilers know: a function
+# cannot be named by one
+_C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum
+extern float for goto if inline int long register restrict return short signed sizeof static
+struct switch typedef union unsigned void volatile while _Alignas _Alignof _Atomic _Bool
+_Complex _Generic _Imaginary _Noreturn _Static_assert _Thread_local asm typeof __asm__
+__attribute__ __inline __inline__ __restrict __restrict__ __typeof__ __extension__
+__volatile__ __const __signed__""".split())
+
+
+def _check_c_name(name: object) -> None:
+    """The name of a C-string kernel is pasted into the generated C as the function to call:
+    anything but a plain C identifier would change the program (issue 25: a name such as
+    "kc(0,0); int x" compiled, and the loop crashed the interpreter)."""
+    if isinstance(name, str) and name.isascii() and name.isidentifier() \
+            and name not in _C_KEYWORDS:
+        return
+    why = ("a C keyword" if name in _C_KEYWORDS else "not a C identifier") \
+        if isinstance(name, str) else f"a {type(name).__name__}, not a string"
+    frame = sys._getframe(2)  # the caller of Kernel(...)
+    raise StencilError(f"the C-string Kernel's name {name!r} is {why}",
+                       loc=Location(frame.f_code.co_filename, frame.f_lineno, 1),
+                       hint="pass the name of the C function the code defines (letters, "
+                            "digits and '_', not starting with a digit): "
+                            "sk.Kernel(code, 'my_kernel')")
 
 
 def kernel(func: FunctionType | None = None, *, backend: str | None = None,

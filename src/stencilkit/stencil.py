@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import config, dtypes, integrations, registry
-from .analysis.neighborhood import Neighborhood
+from .analysis.neighborhood import MAX_OFFSET, Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
 from .distributed.array import involved
@@ -38,6 +38,7 @@ from .ir import definition as d
 from .log import build_event
 from .passes import pipeline
 from .passes.lower_point import Layout
+from .runtime import hostile
 from .runtime.launch import PointCall, check_shapes
 from .runtime.opencl import is_device_array, unit_last_stride
 
@@ -127,8 +128,7 @@ def _checked_dims(dims: object, func: object) -> tuple[str, ...] | None:
     return names
 
 
-#: Offsets beyond this can never meet an array (and would overflow 64-bit index arithmetic).
-_MAX_OFFSET = 2**40
+_MAX_OFFSET = MAX_OFFSET
 
 
 class PointStencil:
@@ -222,10 +222,10 @@ class PointStencil:
     # ------------------------------------------------------------ the call path
 
     def __call__(self, *args: object, out: np.ndarray | None = None, **kwargs: object):
+        if kwargs:
+            raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
+                                stencil=self.__name__, hint="only out= may be passed by name")
         try:
-            if kwargs:
-                raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
-                                    stencil=self.__name__, hint="only out= may be passed by name")
             exact = self._exact
             if exact is not None and out is not None:
                 call = exact[0]
@@ -243,7 +243,7 @@ class PointStencil:
                 call = self._specs.get(
                     (key, None if out is None else (out.dtype, out.ndim,
                                                     out.strides[-1] == out.itemsize)))
-            except (AttributeError, IndexError):  # out is no array, or a 0-d array
+            except Exception:  # noqa: BLE001 - out is no array, a 0-d array, or raises when read
                 call = None
             if call is None:
                 return self._first_call(args, out)
@@ -251,15 +251,16 @@ class PointStencil:
                 return call(args, out)
             if call.exact is not None and out.strides[-1] == out.itemsize and \
                     all(k[2] if type(k) is tuple else type(k) is not str for k in key):
-                # not for an int outside int64 (its key is a string): its specialization converts
-                # differently, and the type alone (int) would not tell the two apart
+                # not for an int outside int64 (its key is a string): its specialization
+                # converts differently, and the type alone (int) would not tell the two apart
                 self._exact = (call, tuple(x for a in (*args, out, call.has_cval, call.cval)
                                            for x in (type(a), a.dtype if type(a) is np.ndarray
                                                      else None)))
                 self._install_fast_call(call, self._exact[1])
             # A C entry point with the caller's out, called here rather than through
-            # PointCall.__call__ (one Python frame less per call): it checks the arguments itself
-            # before running anything, so on a refusal the PointCall runs it again and reports.
+            # PointCall.__call__ (one Python frame less per call): it checks the arguments
+            # itself before running anything, so on a refusal the PointCall runs it again and
+            # reports.
             try:
                 status = call.entry(*args, out, call.has_cval, call.cval)
             except (ValueError, BufferError, TypeError):
@@ -267,6 +268,19 @@ class PointStencil:
             return call._after(status, args, out) if status else out
         except StencilError as exc:
             raise at_call(exc, sys._getframe(1)) from exc.__cause__
+        except Exception as exc:  # an argument's own code raised: say which one
+            blamed = self._blame(exc, args, out)
+            if blamed is None:
+                raise
+            raise at_call(blamed, sys._getframe(1)) from exc
+
+    def _blame(self, exc: Exception, args: tuple, out: object):
+        """An ArgumentError naming the argument whose own code raised ``exc``, or None."""
+        code = getattr(self.func, "__code__", None)
+        names = code.co_varnames[:code.co_argcount] if code is not None else ()
+        named = [(f"argument {i + 1}" + (f" ('{names[i]}')" if i < len(names) else ""), a)
+                 for i, a in enumerate(args)] + [("'out'", out)]
+        return hostile.blame(exc, named, self.__name__, _location(self.func))
 
     def _install_fast_call(self, call: PointCall, expected: tuple) -> None:
         """Calls with the types of this one (and ``out=``) skip the Python ``__call__``: the
@@ -512,6 +526,9 @@ class PointStencil:
             return np.array(cval).astype(out_dtype).item()
 
 
+_NOT_GIVEN = object()  # stencil()'s func_or_mode when only a keyword (or nothing) gives it
+
+
 class TypedCall(NamedTuple):
     typed: pipeline.TypedPointKernel
     out_dtype: np.dtype
@@ -520,12 +537,23 @@ class TypedCall(NamedTuple):
     relative: tuple[int, ...]
 
 
-def stencil(func_or_mode: object = "constant", **options: object):
+def stencil(func_or_mode: object = _NOT_GIVEN, /, **options: object):
     """Decorator: ``@sk.stencil``, ``@sk.stencil(...)`` or ``sk.stencil(func, **options)``.
 
     ``func_or_mode`` is, as in Numba, either the kernel or the border mode: "constant"
     (Numba's: border elements are ``cval``), or scipy.ndimage's "nearest", "reflect",
-    "mirror", "wrap" (every element computed, reads outside an array remapped into it)."""
+    "mirror", "wrap" (every element computed, reads outside an array remapped into it), or
+    a tuple of one of these per axis. It may be given by position or by name, not both."""
+    if "func_or_mode" in options:
+        if func_or_mode is not _NOT_GIVEN:
+            raise StencilError("func_or_mode given both by position and by name",
+                               stencil=getattr(func_or_mode, "__name__", None),
+                               loc=_caller_location(),
+                               hint="pass the kernel (or the border mode) once: "
+                                    "sk.stencil(f, ...) or sk.stencil(func_or_mode='wrap')")
+        func_or_mode = options.pop("func_or_mode")
+    elif func_or_mode is _NOT_GIVEN:
+        func_or_mode = "constant"
     if isinstance(func_or_mode, (str, tuple, list)):
         mode_value, func = func_or_mode, None
     else:
@@ -542,7 +570,6 @@ def stencil(func_or_mode: object = "constant", **options: object):
         known = _POINT_OPTIONS | _COMPUTATION_OPTIONS
         raise StencilError(f"unknown stencil option(s) {unknown}"
                            + did_you_mean(unknown[0], known), hint=f"use {sorted(known)}")
-    options.pop("func_or_mode", None)
 
     def wrap(f: object):
         if not isinstance(f, FunctionType):

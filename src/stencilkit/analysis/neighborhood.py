@@ -14,6 +14,9 @@ from ..ir import definition as d
 
 Neighborhood = tuple[tuple[int, int], ...]
 
+#: Offsets beyond this can never meet an array (and would overflow 64-bit index arithmetic).
+MAX_OFFSET = 2**40
+
 
 @dataclass(frozen=True)
 class NeighborhoodResult:
@@ -62,6 +65,13 @@ def infer(kernel: d.PointKernel, ndim: int, explicit: Neighborhood | None) -> Ne
                     hint="use integer literals as relative indices, or pass neighborhood="
                          "((lo, hi), ...) covering every index the kernel can use")
             continue
+        if any(abs(off) > MAX_OFFSET for off in const):
+            # Numba fills such an output with cval; the border arithmetic near 2**63 would
+            # overflow here (issue 25: "Python integer ... out of bounds for uint64")
+            raise StencilTypeError(
+                f"relative index {acc.field}{list(const)} exceeds 2**40 in magnitude, more "
+                "than any array extends", stencil=name, loc=acc.loc,
+                hint="use relative indices within the arrays' extent")
         for k, off in enumerate(const):
             lows[k] = min(lows[k], off)
             highs[k] = max(highs[k], off)

@@ -13,6 +13,9 @@ from __future__ import annotations
 import atexit
 import importlib.abc
 import importlib.util
+import io
+import os
+import pickletools
 import shutil
 import sys
 import tempfile
@@ -36,7 +39,10 @@ class _GeneratedModules(importlib.abc.MetaPathFinder):
         if not name.startswith(PREFIX):
             return None
         found = cache.verified_artifact(name[len(PREFIX):], ARTIFACT)
-        return None if found is None else importlib.util.spec_from_file_location(name, found)
+        if found is None:
+            return None
+        check_numba_cache(found.parent)
+        return importlib.util.spec_from_file_location(name, found)
 
 
 def install_finder() -> None:
@@ -68,6 +74,8 @@ def load_module(kind: str, source: str) -> ModuleType:
             stored = None
         if stored != source:  # the entry could not be stored (or was removed meanwhile)
             path = _private_copy(k, source)
+        else:
+            check_numba_cache(path.parent)
         mod = _import(PREFIX + k, path)
         cache.memory_put(k, mod)
         from ..runtime.threads import sync_numba
@@ -87,6 +95,48 @@ def _import(name: str, path: Path) -> ModuleType:
         sys.modules.pop(name, None)
         raise
     return mod
+
+
+# Numba's index file holds two pickles (its version, then the overloads), a data file one
+_PICKLES = {".nbi": 2, ".nbc": 1}
+
+
+def check_numba_cache(entry: Path) -> None:
+    """Numba keeps the machine code of an entry's module in the entry's ``__pycache__`` and
+    loads it with pickle, unverified: a file there of another user, writable by others, or
+    not made of complete pickles (truncated, overwritten) would run its code or end in a raw
+    UnpicklingError, EOFError or IndexError at the first call. Such a ``__pycache__`` is
+    discarded (Numba compiles again and rewrites it), with a warning, as the cache does with
+    an entry it does not trust. The pickles are walked, not loaded (``pickletools``)."""
+    pycache = entry / "__pycache__"
+    try:
+        cache._check_node(pycache, os.lstat(pycache), "dir")
+        for name in sorted(os.listdir(pycache)):
+            path = pycache / name
+            cache._check_node(path, os.lstat(path), "file")
+            count = _PICKLES.get(path.suffix)
+            if count is not None:
+                data, _ = cache._read_checked(path)
+                _walk_pickles(name, data, count)
+    except FileNotFoundError:
+        return  # none yet (or removed meanwhile)
+    except (cache._Untrusted, OSError) as exc:
+        reason = str(exc) if isinstance(exc, cache._Untrusted) else exc.strerror or str(exc)
+        cache._warn_once(f"numba {entry.name}", f"stencilkit: Numba's cache in {pycache} is not "
+                         f"loaded because {reason}; it is rebuilt")
+        cache._discard(pycache)
+
+
+def _walk_pickles(name: str, data: bytes, count: int) -> None:
+    stream = io.BytesIO(data)
+    try:
+        for _ in range(count):
+            for _op in pickletools.genops(stream):
+                pass
+    except Exception as exc:  # noqa: BLE001 - genops raises ValueError and others on garbage
+        raise cache._Untrusted(f"{name} is not a complete pickle ({exc})") from None
+    if stream.tell() != len(data):
+        raise cache._Untrusted(f"{name} has {len(data) - stream.tell()} bytes after its data")
 
 
 def _private_copy(k: str, source: str) -> Path:

@@ -180,6 +180,11 @@ def _plan(st, chosen: registry.Backend, fields: dict[str, object], local_arrays:
         written = halo.from_box(a.decomposition, _widths(f, fp.writes.get(f.name, sch.ZERO)),
                                 True)
         halo.check_blocks(a.decomposition, [(f.name, need), (f.name, written)], st.__name__)
+        split = a.decomposition.as_split()
+        if split is not a.decomposition:  # a job with more ranks would split more axes
+            halo.check_blocks(split, [(f.name, halo.from_box(split, _widths(f, ext),
+                                                             f.name in fp.corners))],
+                              st.__name__)
         if not need.empty:
             group = exchanges.setdefault(id(a.decomposition), (a.decomposition, [], []))
             group[1].append(f.name)

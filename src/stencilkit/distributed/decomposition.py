@@ -77,6 +77,10 @@ class Decomposition:
             if ndim == 3:
                 fixed[2] = 1
             dims = MPI.Compute_dims(size, fixed)
+            #: the axes a job of more ranks would split: every one but K (3-D)
+            self.splittable = tuple(f == 0 for f in fixed)
+        else:  # the caller's layout: the axes it splits
+            self.splittable = tuple(int(d) > 1 for d in dims)
         self.dims = tuple(int(d) for d in dims)
         if len(self.dims) != ndim or any(d < 1 for d in self.dims) \
                 or int(np.prod(self.dims)) != size:
@@ -129,6 +133,12 @@ class Decomposition:
             other._wrapped = {}
             self._wrapped[periodic] = other
         return other
+
+    def as_split(self) -> Decomposition:
+        """This decomposition with every axis it may split exchanged: what a call needs of
+        the halos whatever the number of ranks. For checks only (API.md section 8: a halo
+        too small is refused on one rank as on many, also where no axis is split here)."""
+        return self.wrapped(tuple(p or s for p, s in zip(self.periodic, self.splittable)))
 
     def block(self, coords: Sequence[int]) -> tuple[tuple[int, int], ...]:
         """The [start, stop) per axis of the block at Cartesian ``coords``."""

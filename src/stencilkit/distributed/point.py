@@ -164,6 +164,12 @@ def _plan(st, args: tuple, out: object, dec: Decomposition) -> PointPlan:
             halo.check_blocks(via, [(p, need)], name)
     view_need = halo.from_box(via, box, False)
     halo.check_blocks(via, [(kernel.params[0], view_need)], name)
+    split = via.as_split()
+    if split is not via:  # a job with more ranks would split more axes: the same verdict
+        halo.check_blocks(split, [
+            (kernel.params[i], halo.from_offsets(split, offsets[kernel.params[i]])
+             if offsets is not None else halo.from_box(split, box, True))
+            for i, a in enumerate(args) if type(a) is DistributedArray], name)
     return PointPlan(dec, tuple(i for i, _ in needs), tuple(n for _, n in needs),
                      *_view(via, border, tuple(m != "constant" for m in modes)),
                      kernel=_twin(st) if remapping else st,

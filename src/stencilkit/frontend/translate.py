@@ -18,6 +18,7 @@ from .. import dtypes
 from ..errors import StencilError, StencilSyntaxError, StencilTypeError, did_you_mean
 from ..ir import definition as d
 from . import functions
+from .literals import fold_int_literal
 from .source import SourceFunction
 from .words import construct
 
@@ -201,6 +202,12 @@ class Translator:
                 return self.name(name, e)
             case ast.Attribute():
                 return self.constant_value(self.resolve_attribute(e), e)
+            case ast.BinOp() | ast.UnaryOp() if (v := fold_int_literal(e)) is not None:
+                # one constant, as Numba sees it (-9223372036854775808 is int64's minimum)
+                if not -(2**63) <= v < 2**64:
+                    raise self.error(e, f"integer constant {v} does not fit in 64 bits",
+                                     "use a smaller integer, or a float", cls=StencilTypeError)
+                return d.Const(v, dtype=dtypes.of_python_value(v), loc=loc)
             case ast.BinOp(left=l, op=op, right=r):
                 return _fold(d.BinOp(self.binop(op, e), self.expr(l), self.expr(r), loc=loc))
             case ast.UnaryOp(op=op, operand=x):
@@ -362,12 +369,21 @@ def _convert(value: object, t: np.dtype) -> bool | int | float | complex:
         return np.array(value).astype(t).item()
 
 
+def _wrap(value: int, t: np.dtype) -> int:
+    """``value`` modulo 2**bits into the range of the integer type ``t``."""
+    bits = 8 * t.itemsize
+    value %= 1 << bits
+    return value - (1 << bits) if t.kind == "i" and value >> (bits - 1) else value
+
+
 def _fold(e: d.Expr) -> d.Expr:
     """Fold negation and integer arithmetic of literal constants (``a[-1]``, ``a[1 + 1]``)."""
     match e:
         case d.UnaryOp(op="-" | "+", operand=d.Const(value=v, dtype=t)) if t is not None \
                 and t.kind in "iufc" and t.itemsize == 8:
-            return d.Const(-v if e.op == "-" else v, dtype=t, loc=e.loc)
+            # in the constant's type, wrapping as NumPy does (-int64 min is int64 min)
+            return d.Const(_wrap(-v, t) if e.op == "-" and t.kind in "iu" else
+                           -v if e.op == "-" else v, dtype=t, loc=e.loc)
         case d.BinOp(op="+" | "-" | "*", left=d.Const(value=a, dtype=ta),
                      right=d.Const(value=b, dtype=tb)) if ta == tb == dtypes.INT64:
             r = a + b if e.op == "+" else a - b if e.op == "-" else a * b
