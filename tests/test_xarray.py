@@ -107,10 +107,10 @@ def test_computation_writes_into_dataarrays(backed, backend):
     a = np.random.default_rng(6).random((6, 5, 4))
     ref = np.zeros_like(a)
     stencil(a, ref, f=3.0)
-    arr, out = _labelled(a), _labelled(np.zeros_like(a), "out")
+    arr, out = _grid(a), _grid(np.zeros_like(a), "out")
     if backed == "dask":
         pytest.importorskip("dask.array", reason="dask is not installed")
-        arr, out = arr.chunk({"time": 2}), out.chunk({"time": 3})
+        arr, out = arr.chunk({"lon": 2}), out.chunk({"lon": 3})
     stencil(arr, out, f=3.0)
     assert isinstance(out.data, np.ndarray)  # loaded, then written in place
     np.testing.assert_array_equal(out.data, ref)
@@ -122,3 +122,34 @@ def test_computation_refuses_a_bare_dask_array():
     a = np.zeros((4, 4, 3))
     with pytest.raises(sk.ArgumentError, match="(?s)field 'b' is a dask array.*compute"):
         shift_scale(a, da.zeros((4, 4, 3)))
+
+
+def _grid(values, name="T", dims=("lon", "lat", "lev")):
+    """A model field: its dims name the grid axes (I, J, K) in any order."""
+    return xr.DataArray(values, dims=dims, name=name, attrs={"units": "K"})
+
+
+@pytest.mark.parametrize("dims", [("lev", "lat", "lon"), ("lat", "lev", "lon"),
+                                  ("y", "x", "z")], ids="-".join)
+def test_computation_maps_dims_by_name(dims):
+    """The same physical field in another dimension order gives the same numbers: a
+    DataArray's dims are mapped to I, J, K by their names, never by position."""
+    rng = np.random.default_rng(8)
+    a = rng.random((6, 5, 4))  # (I, J, K) = (lon, lat, lev)
+    ref = np.zeros_like(a)
+    shift_scale(a, ref, f=3.0)
+    names = {"lon": "x", "lat": "y", "lev": "z"} if "x" in dims else None
+    canon = ("lon", "lat", "lev") if names is None else ("x", "y", "z")
+    arr = _grid(a, dims=canon).transpose(*dims)
+    out = _grid(np.zeros_like(a), "out", dims=canon).transpose(*dims)
+    shift_scale(arr, out, f=3.0)
+    np.testing.assert_array_equal(out.transpose(*canon).values, ref)
+
+
+def test_computation_refuses_dims_it_cannot_map():
+    a = _grid(np.zeros((4, 4, 3)), dims=("time", "lat", "lon"))
+    with pytest.raises(sk.ArgumentError, match="none of them names axis K"):
+        shift_scale(a, _grid(np.zeros((4, 4, 3))))
+    b = _grid(np.zeros((4, 4, 3)), dims=("lon", "longitude", "lev"))
+    with pytest.raises(sk.ArgumentError, match="both 'lon' and 'longitude' name axis I"):
+        shift_scale(b, _grid(np.zeros((4, 4, 3))))

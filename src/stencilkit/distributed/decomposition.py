@@ -136,7 +136,7 @@ class Decomposition:
 
     def as_split(self) -> Decomposition:
         """This decomposition with every axis it may split exchanged: what a call needs of
-        the halos whatever the number of ranks. For checks only (API.md section 8: a halo
+        the halos whatever the number of ranks. For checks only (contract.md section 8: a halo
         too small is refused on one rank as on many, also where no axis is split here)."""
         return self.wrapped(tuple(p or s for p, s in zip(self.periodic, self.splittable)))
 

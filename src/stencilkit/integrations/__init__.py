@@ -51,8 +51,9 @@ def point_call(st, args: tuple, out: object):
     return dask_support.point_call(st, args, out)
 
 
-def computation_field(stencil: str, name: str, value: object) -> object:
-    """A computation's field given as a DataArray (or a dask array): its NumPy data."""
+def computation_field(stencil: str, name: str, value: object, axes: str = "IJK") -> object:
+    """A computation's field given as a DataArray (or a dask array): its NumPy data, its
+    dimensions in the field's axis order (``axes``: "IJK", "IJ", "K", ...) by their names."""
     from . import xarray as xr_support
 
-    return xr_support.field_data(stencil, name, value)
+    return xr_support.field_data(stencil, name, value, axes)

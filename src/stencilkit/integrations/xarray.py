@@ -6,7 +6,8 @@ same dims, coords, attrs and name, holding the result of the call on the underly
 passed by their data; relatively indexed ones must have the first one's dims, in its order,
 since the kernel's relative indices are positional. With ``dims=`` on the stencil, the kernel's
 axes run over those named dimensions and every other dimension is broadcast (contract.md section 9).
-A computation takes DataArrays as fields and writes into their data.
+A computation takes DataArrays as fields, maps their dims to I, J, K by name, and writes
+into their data.
 """
 
 from __future__ import annotations
@@ -78,8 +79,56 @@ def point_call(st, args: tuple, out: object):
     return template.copy(deep=False, data=result)
 
 
-def field_data(stencil: str, name: str, value: object) -> np.ndarray:
-    """A computation's field given as a DataArray: its NumPy data, which the call writes.
+#: dimension names a computation's field maps to each grid axis (compared in lower case):
+#: GT4Py's and the usual model and CF names (FV3's grid_xt, WRF's west_east, ...)
+AXIS_NAMES = {
+    "I": ("i", "x", "lon", "longitude", "xc", "grid_xt", "grid_x", "xaxis_1", "west_east",
+          "nlon", "ncol_x"),
+    "J": ("j", "y", "lat", "latitude", "yc", "grid_yt", "grid_y", "yaxis_1", "south_north",
+          "nlat"),
+    "K": ("k", "z", "lev", "level", "levels", "height", "plev", "pfull", "phalf", "depth",
+          "altitude", "zaxis_1", "bottom_top", "pressure", "model_level_number", "nz",
+          "interface"),
+}
+_AXIS_OF = {n: axis for axis, names in AXIS_NAMES.items() for n in names}
+
+
+def _axis_order(stencil: str, name: str, dims: tuple, axes: str) -> tuple[int, ...]:
+    """The permutation of ``dims`` that puts the field's grid axes first, in ``axes``' order
+    (by the dims' names), then its data dimensions; an ArgumentError when the names do not
+    say which dimension is which axis."""
+    found = {d: _AXIS_OF.get(str(d).lower()) for d in dims}
+    grid = {}
+    for d, axis in found.items():
+        if axis is None:
+            continue
+        if axis not in axes or axis in grid:
+            why = (f"'{d}' is a{'n' if axis == 'I' else ''} {axis} dimension, which field "
+                   f"'{name}' ({axes}) does not have" if axis not in axes else
+                   f"both '{grid[axis]}' and '{d}' name axis {axis}")
+            raise ArgumentError(f"field '{name}' is a DataArray with dims {dims}: {why}",
+                                stencil=stencil, hint=_rename_hint(axes))
+        grid[axis] = d
+    missing = [a for a in axes if a not in grid]
+    if missing:
+        raise ArgumentError(
+            f"field '{name}' is a DataArray with dims {dims}: none of them names axis "
+            f"{missing[0]} of the field ({axes}), so which dimension is which is unknown",
+            stencil=stencil, hint=_rename_hint(axes))
+    order = [dims.index(grid[a]) for a in axes]
+    return tuple(order + [i for i in range(len(dims)) if i not in order])
+
+
+def _rename_hint(axes: str) -> str:
+    names = ", ".join(f"{a}: {AXIS_NAMES[a][:4]}" for a in axes)
+    return (f"rename the dims to names of the axes ({names}, ...), e.g. "
+            "arr.rename(time='lev'), or pass arr.data to index positionally")
+
+
+def field_data(stencil: str, name: str, value: object, axes: str = "IJK") -> np.ndarray:
+    """A computation's field given as a DataArray: its NumPy data, which the call writes,
+    its dimensions put in the field's axis order by their names (``AXIS_NAMES``: ``lat``
+    is J wherever it stands), the data dimensions after them.
 
     Dask-backed (or lazily loaded) data is loaded into the DataArray first, so that the
     writes land in the array the caller holds; a bare dask array cannot be written in place.
@@ -101,7 +150,9 @@ def field_data(stencil: str, name: str, value: object) -> np.ndarray:
         raise ArgumentError(f"field '{name}' is a DataArray backed by "
                             f"{type(data).__name__}, not a NumPy array", stencil=stencil,
                             hint="pass a DataArray holding NumPy data")
-    return data
+    order = _axis_order(stencil, name, tuple(value.dims), axes)
+    # a view: the call writes into the caller's memory whatever the dims' order
+    return data if order == tuple(range(data.ndim)) else data.transpose(order)
 
 
 def _relative_positions(st) -> set[int]:

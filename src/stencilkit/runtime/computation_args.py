@@ -32,7 +32,7 @@ class ComputationArguments:
             if v is None:
                 raise self.none_error(f.name)
             if type(v) is not np.ndarray and integrations.is_foreign(v):  # DataArrays
-                values[f.name] = integrations.computation_field(self.name, f.name, v)
+                values[f.name] = integrations.computation_field(self.name, f.name, v, f.axes)
         for s in self.definition.scalars:
             self.check_scalar(s.name, s.dtype, values[s.name])
         return values
