@@ -105,3 +105,14 @@ def test_messages_use_plain_words():
         sk.stencil(_misspelt_local, backend="numpy")(np.arange(5.0))
     with pytest.raises(sk.StencilError, match="did you mean 'inp'"):
         sk.stencil(backend="numpy")(_misspelt_field)
+
+
+def test_close_matches_for_fields():
+    import pytest
+
+    comp = gtscript.stencil(backend="numpy", definition=shift)
+    a, b = np.ones((4, 3, 2)), np.zeros((4, 3, 2))
+    with pytest.raises(sk.ArgumentError, match="did you mean 'b'"):
+        comp(a=a, bb=b)
+    with pytest.raises(sk.ArgumentError, match="did you mean 'a'"):
+        comp(a, b, origin={"aa": (1, 0, 0)})

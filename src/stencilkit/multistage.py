@@ -22,7 +22,7 @@ from . import config, integrations, registry, storage
 from .analysis import schedule as sch
 from .build import cache
 from .distributed.array import involved
-from .errors import ArgumentError, Location, StencilError, at_call
+from .errors import ArgumentError, Location, StencilError, at_call, did_you_mean
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .log import build_event
@@ -271,7 +271,8 @@ class ComputationStencil:
         if isinstance(origin, dict):
             for k, v in origin.items():
                 if k not in names:
-                    raise ArgumentError(f"origin names '{k}', which is not a field",
+                    raise ArgumentError(f"origin names '{k}', which is not a field"
+                                        + did_you_mean(k, names - {"_all_"}),
                                         stencil=self.__name__, loc=defn.loc,
                                         hint=f"use field names from {sorted(names - {'_all_'})}")
                 given[k] = self._int_tuple(v, f"origin of '{k}'", (1, 2, 3))

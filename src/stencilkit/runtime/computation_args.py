@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import integrations
-from ..errors import ArgumentError
+from ..errors import ArgumentError, did_you_mean
 from ..ir import computation as c
 
 
@@ -56,7 +56,8 @@ class ComputationArguments:
         values = dict(zip(positional, args))
         for k, v in kwargs.items():
             if k not in params:
-                raise ArgumentError(f"unexpected argument '{k}'", stencil=self.name,
+                raise ArgumentError(f"unexpected argument '{k}'" + did_you_mean(k, params),
+                                    stencil=self.name,
                                     loc=self.definition.loc,
                                     hint=f"the parameters are {', '.join(params)}")
             if k in values:
