@@ -311,7 +311,9 @@ def from_device(rt: Runtime, view: DeviceView, host: np.ndarray, target: np.ndar
     if host.nbytes:
         cl.enqueue_copy(rt.queue, host, view.buffer)
     if host is not target:
-        target[...] = host
+        # as the other backends write: into the memory, whatever an ndarray subclass's
+        # __setitem__ would do
+        np.copyto(np.ndarray.view(target, np.ndarray), host)
 
 
 def device_view(a: object, stencil: str) -> DeviceView:
