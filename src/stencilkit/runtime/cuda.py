@@ -64,18 +64,31 @@ def synchronize() -> None:
     if not _PENDING:
         return
     cp = _cupy()
-    stream = getattr(getattr(cp, "cuda", None), "get_current_stream", None)
+    stream = _current_stream(cp)
     if stream is not None:
-        stream().synchronize()
+        stream.synchronize()
     pending = list(_PENDING)
     _PENDING.clear()
+    first = _first_error(cp, pending)
+    if first is not None:
+        raise first
+
+
+def _current_stream(cp) -> object | None:
+    """CuPy's current stream (None where the module has no streams: the tests' stand-in)."""
+    current = getattr(getattr(cp, "cuda", None), "get_current_stream", None)
+    return current() if current is not None else None
+
+
+def _first_error(cp, pending: list[tuple[CudaEntry, object]]) -> StencilError | None:
+    """Every status word of ``pending`` read (each read waits for its launch); the error of
+    the first that reported one."""
     first: StencilError | None = None
     for entry, word in pending:
         code = int(cp.asnumpy(word)[0])
         if code and first is None:
             first = entry.error_for(code)
-    if first is not None:
-        raise first
+    return first
 
 
 _PROBE_SOURCE = 'extern "C" __global__ void sk_probe(int *x) { x[threadIdx.x] += 1; }\n'
@@ -273,15 +286,14 @@ class CudaEntry:
         if not any(e is self for e, _ in _PENDING):
             return
         cp = _cupy()
-        stream = getattr(getattr(cp, "cuda", None), "get_current_stream", None)
-        if stream is not None and getattr(stream(), "is_capturing", lambda: False)():
+        stream = _current_stream(cp)
+        if stream is not None and getattr(stream, "is_capturing", lambda: False)():
             return  # inside a CUDA graph capture nothing may wait: sk.synchronize() reads it
-        mine = [w for e, w in _PENDING if e is self]
+        mine = [(e, w) for e, w in _PENDING if e is self]
         _PENDING[:] = [(e, w) for e, w in _PENDING if e is not self]
-        for word in mine:
-            code = int(cp.asnumpy(word)[0])
-            if code:
-                raise self.error_for(code)
+        error = _first_error(cp, mine)
+        if error is not None:
+            raise error
 
     def functions(self) -> dict[str, object]:
         """The launches' kernels, compiled for the current device and loaded (once)."""
