@@ -36,9 +36,6 @@ from ..ir import border_modes
 from ..passes import pipeline
 from ..runtime.launch import check_shapes
 
-#: our border modes -> np.pad's names for them
-NP_PAD_MODES = {"nearest": "edge", "reflect": "symmetric", "mirror": "reflect", "wrap": "wrap"}
-
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
@@ -202,7 +199,7 @@ def _extended(a: object, shape: tuple[int, ...], pads, modes: tuple[str, ...]) -
             if m != n:
                 a = a[(slice(None),) * ax + (slice(0, n),)]
             continue
-        idx = np.pad(np.arange(m), (lo, hi), mode=NP_PAD_MODES[modes[ax]])[:n + lo + hi]
+        idx = np.pad(np.arange(m), (lo, hi), mode=border_modes.np_pad_mode(modes[ax]))[:n + lo + hi]
         a = _gather(a, ax, idx)
     return a
 
