@@ -20,7 +20,7 @@ from stencilkit import (
 
 # The tridiagonal (Thomas) solver and COSMO horizontal diffusion with its flux limiter are
 # the definitions the benchmark suite times: one definition for both.
-from stencilkit.bench_definitions import hdiff, tridiagonal  # noqa: E402, F401
+from stencilkit_apps.definitions import hdiff, tridiagonal  # noqa: E402, F401
 
 # ------------------------------------------------------------------ vertical advection
 

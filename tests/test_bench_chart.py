@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from stencilkit import bench  # noqa: E402
+from stencilkit_apps import chart  # noqa: E402
 
 RESULTS = [
     {"name": "lap3d", "size": "64^3", "bytes": 2 * 8 * 64**3,
@@ -23,7 +23,7 @@ RESULTS = [
 
 
 def test_every_case_has_a_panel_and_the_colours_say_whose():
-    fig = bench.chart(RESULTS, {"copy": 20.0, "triad": 22.0})
+    fig = chart.chart(RESULTS, {"copy": 20.0, "triad": 22.0})
     shown = [ax for ax in fig.axes if ax.get_visible()]
     assert len(shown) == len(RESULTS)
     for ax, r in zip(shown, RESULTS):
@@ -40,7 +40,7 @@ def test_every_case_has_a_panel_and_the_colours_say_whose():
 
 
 def test_the_legend_covers_no_bar():
-    fig = bench.chart(RESULTS, None)
+    fig = chart.chart(RESULTS, None)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     (legend,) = fig.legends
@@ -51,10 +51,10 @@ def test_the_legend_covers_no_bar():
 
 
 def test_spread_is_drawn_as_error_bars():
-    fig = bench.chart(RESULTS[:1], None)
+    fig = chart.chart(RESULTS[:1], None)
     ax = fig.axes[0]
     assert any(c.__class__.__name__ == "LineCollection" for c in ax.collections)
 
 
 def test_no_results_no_chart():
-    assert bench.chart([], None) is None
+    assert chart.chart([], None) is None

@@ -244,7 +244,7 @@ def test_bench_compare_refuses_what_is_no_result(capsys, tmp_path):
 
 
 def test_bench_list_names_every_case(capsys):
-    from stencilkit.bench import CASES
+    from stencilkit_apps.cases import CASES
 
     status, out, err = cli(capsys, "bench", "--list")
     assert status == 0 and err == ""
@@ -253,7 +253,7 @@ def test_bench_list_names_every_case(capsys):
 
 @pytest.mark.parametrize("argv", [["--only", "jacobi"], ["--only", "lap3d", "nope"]])
 def test_bench_only_an_unknown_case_is_an_error(capsys, argv):
-    from stencilkit.bench import CASES
+    from stencilkit_apps.cases import CASES
 
     wrong = argv[-1]
     assert_usage_error(capsys, "bench", *argv, says=f"unknown case '{wrong}'")
@@ -269,14 +269,14 @@ def test_bench_only_an_unknown_case_in_a_real_process():
 
 
 def test_bench_goes_on_past_a_case_that_fails(capsys, monkeypatch):
-    from stencilkit import bench
+    from stencilkit_apps import bench
 
     def fails():
         raise sk.BackendError("backend 'opencl' is not available: no device")
 
     good = {"name": "good", "size": "1", "bytes": 0, "seconds": {"stencilkit-c": 1e-3}}
     monkeypatch.setattr(bench, "stream", lambda n, repeats: {"copy": 10.0, "triad": 12.0})
-    monkeypatch.setattr(bench, "_runs", lambda quick, repeats: {
+    monkeypatch.setattr(bench, "runs", lambda quick, repeats: {
         "jacobi2d": fails, "lap3d": lambda: [good]})
     status, out, err = cli(capsys, "bench", "--quick")
     assert status == 0
@@ -286,13 +286,13 @@ def test_bench_goes_on_past_a_case_that_fails(capsys, monkeypatch):
 
 
 def test_bench_leaves_out_an_implementation_that_fails(capsys):
-    from stencilkit.bench import _median_times
+    from stencilkit_apps.timing import median_times
 
     def broken():
         raise sk.BackendError("the OpenCL compiler rejected the generated code:\nerror: "
                               "unknown target CPU 'generic'")
 
-    t = _median_times({"works": lambda: None, "stencilkit-opencl": broken}, repeats=3)
+    t = median_times({"works": lambda: None, "stencilkit-opencl": broken}, repeats=3)
     assert list(t) == ["works"] and t["works"] >= 0
     err = capsys.readouterr().err
     assert err == ("stencilkit bench: 'stencilkit-opencl' skipped: BackendError: the OpenCL "
@@ -305,7 +305,7 @@ def test_bench_opencl_rows_where_pocl_cannot_build(capsys, monkeypatch):
     25): the case is timed without those rows, which stderr names with the reason."""
     import dataclasses
 
-    from stencilkit import bench
+    from stencilkit_apps import cases
 
     pyopencl = pytest.importorskip("pyopencl")
     opencl = sk.registry.REGISTRY["opencl"]
@@ -317,11 +317,11 @@ def test_bench_opencl_rows_where_pocl_cannot_build(capsys, monkeypatch):
                                     "error: unknown target CPU 'generic'")
 
     monkeypatch.setattr(pyopencl.Program, "build", unknown_cpu)
-    monkeypatch.setattr(bench, "_numba", lambda: None)
+    monkeypatch.setattr(cases, "_numba", lambda: None)
     from stencilkit.runtime import opencl as runtime
 
     monkeypatch.setattr(runtime, "_programs", {})
-    result = bench.case_overhead(repeats=3)
+    result = cases.case_overhead(repeats=3)
     assert "stencilkit-c" in result["seconds"]
     assert not any("opencl" in k for k in result["seconds"])
     err = capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 
 import stencilkit as sk
 from stencilkit import PARALLEL, Field, computation, interval
-from stencilkit.bench_definitions import hdiff
+from stencilkit_apps.definitions import hdiff
 
 from .requires import needs_c
 

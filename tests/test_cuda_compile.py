@@ -70,7 +70,7 @@ def test_generate_uses_the_last_call_signature():
 
 COMPUTATIONS = [f for name, f in vars(C).items()
                 if inspect.isfunction(f) and not name.startswith(("ref_", "_"))
-                and f.__module__ in (C.__name__, "stencilkit.bench_definitions")
+                and f.__module__ in (C.__name__, "stencilkit_apps.definitions")
                 and "computation" in inspect.getsource(f)]
 
 

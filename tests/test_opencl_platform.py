@@ -88,7 +88,7 @@ def _computation_plan(func) -> platform.LaunchPlan:
 
 
 def test_columns_are_2d_with_the_k_loops_inside():
-    from stencilkit.bench_definitions import tridiagonal
+    from stencilkit_apps.definitions import tridiagonal
 
     plan = _computation_plan(tridiagonal)
     (launch,) = plan.steps

@@ -24,7 +24,7 @@ from stencilkit import BACKWARD, FORWARD, PARALLEL, Field, computation, interval
 
 # GT4Py's spelling: cp and dp temporaries, read one level below in the forward sweep and at
 # the level itself in the backward one
-from stencilkit.bench_definitions import tridiagonal_temporaries as tridiag
+from stencilkit_apps.definitions import tridiagonal_temporaries as tridiag
 
 from .requires import needs_c
 

@@ -1,5 +1,8 @@
 """``stencilkit demo | bench | show | backends``.
 
+``demo`` and ``bench`` are applications (``stencilkit_apps``), imported when they run; their
+options are defined here, with the other commands'.
+
 Bad command-line input gets one line on stderr and exit status 2, never a traceback; output
 cut short by a closed pipe (``stencilkit show ... | head``) ends the program quietly.
 """
@@ -11,10 +14,7 @@ import importlib.util
 import os
 import re
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 _MAX_DEMO_SIZE = 8192  # five float64 arrays of this size take 2.5 GB
 
@@ -48,102 +48,23 @@ def _int_range(lo: int, hi: int | None):
     return parse
 
 
-# ----------------------------------------------------------------------------- demo
+# ----------------------------------------------------------------------------- demo, bench
 
-def _heat_step():
-    import stencilkit as sk
+def _app(module: str):
+    """The command ``main`` of ``stencilkit_apps.<module>``, imported when the command runs:
+    the applications (and matplotlib, tqdm, Numba peers) stay out of the compiler's imports."""
 
-    @sk.stencil
-    def heat(u, alpha):
-        return u[0, 0] + alpha * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4.0 * u[0, 0])
+    def run(args: argparse.Namespace) -> int:
+        import importlib
 
-    return heat
+        from stencilkit_apps.errors import UsageError as AppUsageError
 
+        try:
+            return importlib.import_module(f"stencilkit_apps.{module}").main(args)
+        except AppUsageError as exc:
+            raise UsageError(str(exc)) from None
 
-def _check_output(out: Path) -> None:
-    """Refuse, before a long run, a picture that could not be written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    if out.is_dir():
-        raise UsageError(f"--output {out} is a directory; give a file name such as {out}/demo.png")
-    formats = Figure().canvas.get_supported_filetypes()
-    if out.suffix.lower().lstrip(".") not in formats:
-        raise UsageError(f"--output {out}: unknown picture format {out.suffix or '(none)'!r}; "
-                         f"use one of {', '.join('.' + f for f in sorted(formats))}")
-    parent = out.parent
-    if not parent.is_dir():
-        raise UsageError(f"--output {out}: the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or out.exists() and not os.access(out, os.W_OK):
-        raise UsageError(f"--output {out}: not writable; choose another file")
-
-
-def demo(args: argparse.Namespace) -> int:
-    """A 2-D heat equation: a hot square diffusing on a cold plate, written out as a PNG."""
-    from tqdm import tqdm
-
-    from . import registry
-
-    if args.mpi:
-        from .distributed.demo import demo_mpi
-
-        return demo_mpi(args, _heat_step(), _initial_state, _check_output, _write_picture,
-                        UsageError)
-    out = Path(args.output)
-    _check_output(out)
-    n, steps = args.size, args.steps
-    heat = _heat_step()
-    u = _initial_state(n)
-    v = np.zeros_like(u)
-    alpha = 0.24  # explicit scheme stable for alpha <= 0.25
-    start = time.perf_counter()
-    heat(u, alpha, out=v)  # build (or load from the disk cache) outside the timed loop
-    built = time.perf_counter() - start
-    initial_heat = u.sum()
-    start = time.perf_counter()
-    for _ in tqdm(range(steps), desc=f"heat {n}x{n}", unit="step", disable=args.quiet):
-        heat(u, alpha, out=v)
-        u, v = v, u
-    elapsed = time.perf_counter() - start
-    backend = registry.resolve(None)
-    print(f"backend: {backend}; build or cache load: {built * 1e3:.1f} ms")
-    if steps and elapsed > 0:
-        print(f"{steps} steps of {n}x{n}: {elapsed / steps * 1e6:.1f} us per step "
-              f"({n * n * steps / elapsed / 1e6:.0f} Mpoints/s)")
-    else:
-        print(f"{steps} steps of {n}x{n}: nothing timed")
-    kept = f"{100 * u.sum() / initial_heat:.2f}%" if initial_heat > 0 else "n/a (no hot cell)"
-    print(f"peak temperature {u.max():.2f} (from 100); total heat kept: {kept}")
-    _write_picture(u, out, f"2-D heat equation after {steps} steps ({backend} backend)")
-    return 0
-
-
-def _initial_state(n: int) -> np.ndarray:
-    """Two hot discs on a cold plate."""
-    y, x = np.mgrid[0:n, 0:n] / n
-    u = np.where((x - 0.35) ** 2 + (y - 0.4) ** 2 < 0.05**2, 100.0, 0.0)
-    u[(x - 0.7) ** 2 + (y - 0.65) ** 2 < 0.03**2] = 60.0
-    return u
-
-
-def _write_picture(u: np.ndarray, out: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.6, 4.6))
-    im = ax.imshow(u, cmap="inferno", origin="lower")
-    fig.colorbar(im, ax=ax, label="temperature")
-    ax.set_title(title)
-    fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=100)
-    except OSError as exc:
-        raise UsageError(f"--output {out}: cannot write it ({exc.strerror or exc})") from None
-    print(f"wrote {out}")
+    return run
 
 
 # ----------------------------------------------------------------------------- show
@@ -215,24 +136,7 @@ def kernel_part(text: str, kernel: str) -> str:
     return text[m.start():] if m is not None else text
 
 
-# ----------------------------------------------------------------------------- bench, backends
-
-def bench(args: argparse.Namespace) -> int:
-    from .bench import CASES, compare, run, unknown_cases
-
-    if args.list:
-        width = max(map(len, CASES))
-        for name, what in CASES.items():
-            print(f"{name:<{width}}  {what}")
-        return 0
-    if args.compare:
-        return compare(*args.compare)
-    wrong = unknown_cases(args.only or [])
-    if wrong:
-        raise UsageError(f"--only: unknown case {', '.join(map(repr, wrong))}; the cases are: "
-                         f"{', '.join(CASES)} (stencilkit bench --list)")
-    return run(quick=args.quick, json_path=args.json, plot_path=args.plot, only=args.only)
-
+# ----------------------------------------------------------------------------- backends
 
 def list_backends(args: argparse.Namespace) -> int:
     from .registry import backends
@@ -261,28 +165,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=_int_range(0, None), default=500, metavar="S",
                    help="time steps to run, 0 or more (default 500)")
     p.add_argument("--output", default="stencilkit-demo.png", metavar="FILE",
-                   help="picture to write; its suffix picks the format "
-                        "(default stencilkit-demo.png)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+                   help="picture to write; its suffix picks the format: .png, or any "
+                        "matplotlib writes where it is installed (default stencilkit-demo.png)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (tqdm's where installed, else a line on stderr)")
     p.add_argument("--mpi", action="store_true",
                    help="run on the ranks of MPI_COMM_WORLD (mpiexec -n 4 stencilkit demo "
                         "--mpi): the grid is split over them, halos exchanged each step, the "
                         "picture gathered on rank 0 (needs mpi4py)")
-    p.set_defaults(run=demo)
+    p.set_defaults(run=_app("demo"))
     p = sub.add_parser("bench", help="run the benchmark suite",
                        description="Time stencilkit against NumPy and Numba on standard "
                                    "cases. An implementation whose backend cannot build or "
                                    "run here is left out, with the reason on stderr.")
     p.add_argument("--quick", action="store_true", help="small sizes, seconds")
     p.add_argument("--json", metavar="FILE", help="write results as JSON to this file")
-    p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart to this file")
+    p.add_argument("--plot", metavar="FILE",
+                   help="write a PNG bar chart to this file (needs matplotlib)")
     p.add_argument("--only", nargs="*", metavar="CASE",
                    help="run only these cases (--list names them)")
     p.add_argument("--list", action="store_true",
                    help="list the cases, with what each times, and run nothing")
     p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                    help="print the ratio table of two --json results (runs nothing)")
-    p.set_defaults(run=bench)
+    p.set_defaults(run=_app("bench"))
     p = sub.add_parser("show", help="print the generated code of FILE.py:NAME",
                        description="Print the code generated for the stencil, kernel or "
                                    "ParLoop NAME defined in FILE.py. A point kernel needs "

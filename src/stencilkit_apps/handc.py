@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._internals import c_compiler
+
 _SOURCE = r"""
 #include <stdint.h>
 #include <stdlib.h>
@@ -255,14 +257,12 @@ void tridiag_planes(const double *restrict a, const double *restrict b, double *
 @functools.lru_cache(maxsize=1)
 def library() -> ctypes.CDLL:
     """The peers, compiled once per process with the toolchain our "c" backend uses."""
-    from .build.toolchain import toolchain
-
-    tc = toolchain()
+    cc, flags = c_compiler()
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "handc.c"
         src.write_text(_SOURCE)
         lib = Path(tmp) / "handc.so"
-        subprocess.run([tc.cc, *tc.flags, str(src), "-o", str(lib)], check=True)
+        subprocess.run([cc, *flags, str(src), "-o", str(lib)], check=True)
         return ctypes.CDLL(str(lib))
 
 

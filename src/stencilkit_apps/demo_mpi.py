@@ -10,58 +10,59 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
+import stencilkit as sk
+
+from . import _internals, picture, progress
+from .errors import UsageError
+from .heat import ALPHA, heat_step, initial_state
 
 
-def demo_mpi(args: argparse.Namespace, heat, initial_state: Callable[[int], np.ndarray],
-             check_output: Callable[[Path], None],
-             write_picture: Callable[[np.ndarray, Path, str], None],
-             usage_error: type[Exception]) -> int:
-    from tqdm import tqdm
+def main(args: argparse.Namespace) -> int:
+    """The demo on every rank of MPI_COMM_WORLD; rank 0 prints and writes the picture."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise UsageError("--mpi needs mpi4py (pip install 'stencilkit[mpi]')") from None
 
-    from .. import registry
-    from .decomposition import Decomposition, _mpi
-
-    comm = _mpi().COMM_WORLD
+    comm = MPI.COMM_WORLD
     root = comm.Get_rank() == 0
     out = Path(args.output)
     problem = None
     if root:
         try:
-            check_output(out)
-        except usage_error as exc:
+            picture.check_output(out)
+        except UsageError as exc:
             problem = str(exc)
     problem = comm.bcast(problem)
     if problem:
         if root:
-            raise usage_error(problem)
+            raise UsageError(problem)
         return 2
     n, steps = args.size, args.steps
-    dec = Decomposition(comm, (n, n), halo=1)
+    heat = heat_step()
+    dec = sk.Decomposition(comm, (n, n), halo=1)
     u = dec.scatter(initial_state(n) if root else None)
     v = dec.zeros()
-    alpha = 0.24  # explicit scheme stable for alpha <= 0.25
     start = time.perf_counter()
-    heat(u, alpha, out=v)  # build (or load) outside the timed loop: one build per job
+    heat(u, ALPHA, out=v)  # build (or load) outside the timed loop: one build per job
     built = time.perf_counter() - start
     comm.Barrier()
-    exchanger = dec.exchanger
-    exchanger.seconds = 0.0
+    _internals.halo_exchange_seconds(dec, reset=True)
     start = time.perf_counter()
-    for _ in tqdm(range(steps), desc=f"heat {n}x{n} on {dec.size} ranks", unit="step",
-                  disable=args.quiet or not root):
-        heat(u, alpha, out=v)
+    for _ in progress.steps(steps, f"heat {n}x{n} on {dec.size} ranks",
+                            disable=args.quiet or not root):
+        heat(u, ALPHA, out=v)
         u, v = v, u
     comm.Barrier()
     elapsed = time.perf_counter() - start
-    share = comm.gather(exchanger.seconds / elapsed if elapsed > 0 else 0.0)
+    exchanged = _internals.halo_exchange_seconds(dec)
+    share = comm.gather(exchanged / elapsed if elapsed > 0 else 0.0)
     g = dec.gather(u)
     if not root:
         return 0
-    backend = registry.resolve(heat.backend).name
+    backend = _internals.default_backend()
     print(f"backend: {backend}; {dec.size} MPI rank(s) as {dec.dims[0]}x{dec.dims[1]} blocks; "
           f"build or cache load: {built * 1e3:.1f} ms")
     if steps and elapsed > 0:
@@ -71,6 +72,6 @@ def demo_mpi(args: argparse.Namespace, heat, initial_state: Callable[[int], np.n
     initial = initial_state(n).sum()
     print(f"peak temperature {g.max():.2f} (from 100); total heat kept: "
           f"{100 * g.sum() / initial:.2f}%")
-    write_picture(g, out, f"2-D heat equation after {steps} steps ({backend}, "
+    picture.write(g, out, f"2-D heat equation after {steps} steps ({backend}, "
                           f"{dec.size} MPI ranks)")
     return 0

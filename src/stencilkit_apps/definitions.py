@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gtscript import BACKWARD, FORWARD, PARALLEL, Field, computation, function, interval
+from stencilkit.gtscript import BACKWARD, FORWARD, PARALLEL, Field, computation, function, interval
 
 
 def hdiff(in_field: Field[float], out_field: Field[float], coeff: Field[float]):
