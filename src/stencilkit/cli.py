@@ -15,6 +15,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 _MAX_DEMO_SIZE = 8192  # five float64 arrays of this size take 2.5 GB
 
@@ -30,7 +31,7 @@ def _one_line(text: str) -> str:
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors on one line (the usage is one ``--help`` away)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
 
 

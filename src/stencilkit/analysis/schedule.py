@@ -42,7 +42,8 @@ def shift(e: c.Extent, di: int, dj: int) -> c.Extent:
 
 def offsets(a: d.Access) -> tuple[int, int, int]:
     """The constant offsets; a run-time K offset (``f[0, 0, lev]``) counts as 0 here."""
-    return tuple(int(o.value) if isinstance(o, d.Const) else 0  # type: ignore[return-value]
+    # offsets are integer constants (the frontend's check); a tuple of 3: fields are 3-D
+    return tuple(int(o.value) if isinstance(o, d.Const) else 0  # type: ignore[return-value, arg-type]
                  for o in a.offset[:3])
 
 
@@ -113,7 +114,9 @@ class _ComputationTyper(Typer):
                              f"as {e.field}[0, 0, 0][i]", e.loc)
         if isinstance(e, d.Access) and e.field in self.temporaries and variable_k(e):
             offset = tuple(self.index(o) for o in e.offset)  # the base types fields' only
-            return dataclasses.replace(super()._expr(e), offset=offset)
+            typed = super()._expr(e)
+            assert isinstance(typed, d.Access)
+            return dataclasses.replace(typed, offset=offset)
         return super()._expr(e)
 
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[d.Stmt, ...]:
@@ -175,7 +178,7 @@ def access_extent(ext: c.Extent, di: int, dj: int, region: c.InRegion | None
     rj = _axis_reach(ext[2], ext[3], region.j, dj)
     if ri is None or rj is None:
         return None
-    return (*ri[0], *rj[0]), (ri[1], rj[1])  # type: ignore[return-value]
+    return (*ri[0], *rj[0]), (ri[1], rj[1])
 
 
 def unit_reads(unit: d.Stmt, ext: c.Extent) -> list[tuple[d.Access, c.Extent, tuple[int, int]]]:
@@ -331,7 +334,7 @@ def _check_definite_writes(defn: c.ComputationDef) -> None:
                     check(cond, definite, maybe, path)
                     branches = []
                     for stmts, taken in ((b, True), (o, False)):
-                        step = (cond, taken, s.loc)
+                        step: tuple = (cond, taken, s.loc)  # a path step: branch or loop
                         db, mb = set(definite), {k: list(v) for k, v in maybe.items()}
                         visit(stmts, db, mb, path + (step,))
                         branches.append((db, mb, step))

@@ -97,6 +97,12 @@ def call_signature(func: str, args: list[DType]) -> tuple[list[DType], DType]:
 # The typer ---------------------------------------------------------------------------------
 
 
+def _t(e: d.Expr) -> DType:
+    """The dtype of an expression this pass has typed (every ``Typer.expr`` result is)."""
+    assert e.dtype is not None, f"untyped expression {e!r}"
+    return e.dtype
+
+
 def cast(e: d.Expr, t: DType) -> d.Expr:
     """``e`` converted to ``t`` (constants are converted now, exactly, as NumPy would)."""
     if e.dtype == t:
@@ -146,8 +152,8 @@ class Typer:
 
     def _promote(self, l: d.Expr, r: d.Expr) -> DType:
         if self.rules == "numpy":
-            return dtypes.numpy_promote(l.dtype, r.dtype, is_weak(l), is_weak(r))
-        return dtypes.unify(l.dtype, r.dtype)
+            return dtypes.numpy_promote(_t(l), _t(r), is_weak(l), is_weak(r))
+        return dtypes.unify(_t(l), _t(r))
 
     def error(self, message: str, loc: Location | None, hint: str | None = None) -> StencilTypeError:
         return StencilTypeError(message, stencil=self.name, loc=loc, hint=hint)
@@ -200,18 +206,18 @@ class Typer:
             case d.BinOp(op=op, left=l, right=r):
                 l, r = self.expr(l), self.expr(r)
                 if self.rules == "numpy":
-                    rt = dtypes.numpy_arithmetic(op, l.dtype, r.dtype, is_weak(l), is_weak(r))
+                    rt = dtypes.numpy_arithmetic(op, _t(l), _t(r), is_weak(l), is_weak(r))
                     lt = rt_ = rt
-                    if op == "**" and dtypes.is_intlike(r.dtype) and not dtypes.is_intlike(rt):
+                    if op == "**" and dtypes.is_intlike(_t(r)) and not dtypes.is_intlike(rt):
                         rt_ = dtypes.INT64 if is_weak(r) else rt
                 else:
-                    rt = dtypes.arithmetic(op, l.dtype, r.dtype)
-                    lt, rt_ = dtypes.operand_type(op, l.dtype, r.dtype, rt)
+                    rt = dtypes.arithmetic(op, _t(l), _t(r))
+                    lt, rt_ = dtypes.operand_type(op, _t(l), _t(r), rt)
                 return d.BinOp(op, cast(l, lt), cast(r, rt_), dtype=rt, loc=e.loc)
             case d.Compare(op=op, left=l, right=r):
                 l, r = self.expr(l), self.expr(r)
                 t = (self._promote(l, r) if self.rules == "numpy"
-                     else dtypes.comparison_operand(l.dtype, r.dtype))
+                     else dtypes.comparison_operand(_t(l), _t(r)))
                 if dtypes.is_complex(t) and op not in ("==", "!="):
                     raise self.error(f"complex numbers cannot be compared with {op}", e.loc)
                 return d.Compare(op, cast(l, t), cast(r, t), dtype=dtypes.BOOL, loc=e.loc)
@@ -223,9 +229,9 @@ class Typer:
                 x = self.expr(x)
                 if op == "not":
                     return d.UnaryOp("not", truth(x), dtype=dtypes.BOOL, loc=e.loc)
-                t = x.dtype if self.rules == "numpy" and op != "~" else dtypes.unary(op, x.dtype)
+                t = _t(x) if self.rules == "numpy" and op != "~" else dtypes.unary(op, _t(x))
                 if self.rules == "numpy" and op == "~":
-                    t = x.dtype
+                    t = _t(x)
                 return d.UnaryOp(op, cast(x, t), dtype=t, loc=e.loc)
             case d.IfExp(cond=c, body=b, orelse=o):
                 c, b, o = truth(self.expr(c)), self.expr(b), self.expr(o)
@@ -233,19 +239,19 @@ class Typer:
                 return d.IfExp(c, cast(b, t), cast(o, t), dtype=t, loc=e.loc)
             case d.Call(func=f, args=args):
                 args = tuple(self.expr(a) for a in args)
-                ins, out = call_signature(f, [a.dtype for a in args])
+                ins, out = call_signature(f, [_t(a) for a in args])
                 return d.Call(f, tuple(cast(a, t) for a, t in zip(args, ins)), dtype=out,
                               loc=e.loc)
             case d.Cast(value=v):
                 v = self.expr(v)
-                if dtypes.is_complex(v.dtype) and not dtypes.is_complex(e.dtype):
+                if dtypes.is_complex(_t(v)) and not dtypes.is_complex(_t(e)):
                     raise self.error(f"cannot convert complex to {e.dtype}", e.loc)
-                return cast(v, e.dtype)
+                return cast(v, _t(e))
         raise TypeError(f"unexpected node {e!r}")
 
     def index(self, e: d.Expr) -> d.Expr:
         e = self.expr(e)
-        if not dtypes.is_int(e.dtype):
+        if not dtypes.is_int(_t(e)):
             raise self.error(f"stencil index of type {e.dtype} is not an integer", e.loc,
                              "indices must be integers")
         return cast(e, dtypes.INT64)
@@ -277,7 +283,7 @@ class Typer:
             match s:
                 case d.Assign(target=t, value=v):
                     try:
-                        self._bind(t, self.expr(v).dtype, s.loc)
+                        self._bind(t, _t(self.expr(v)), s.loc)
                     except PendingType:  # reads a temporary not typed yet: next round
                         pass
                 case d.If(cond=c, body=b, orelse=o):
@@ -289,7 +295,7 @@ class Typer:
                     self._infer(o)
                 case d.For(var=v, start=a, stop=b, step=c, body=b_):
                     for bound in (a, b, c):
-                        bt = self.expr(bound).dtype
+                        bt = _t(self.expr(bound))
                         if not dtypes.is_intlike(bt):
                             raise self.error("range() bounds must be integers", s.loc)
                     self._bind(v, dtypes.INT64, s.loc)
@@ -314,17 +320,18 @@ class Typer:
                 case d.If(cond=c, body=b, orelse=o):
                     out.append(d.If(truth(self.expr(c)), self.stmts(b), self.stmts(o), loc=s.loc))
                 case d.For(var=v, start=a, stop=b, step=c, body=b_):
-                    bounds = [cast(self.expr(x), dtypes.INT64) for x in (a, b, c)]
-                    out.append(d.For(v, *bounds, self.stmts(b_), loc=s.loc))
+                    lo, hi, step = (cast(self.expr(x), dtypes.INT64) for x in (a, b, c))
+                    out.append(d.For(v, lo, hi, step, self.stmts(b_), loc=s.loc))
                 case d.While(cond=c, body=b_):
                     out.append(d.While(truth(self.expr(c)), self.stmts(b_), loc=s.loc))
                 case d.Store(array=a, index=idx, value=v):
-                    target = self.expr(d.Index(a, idx, loc=s.loc))
+                    ref = self.expr(d.Index(a, idx, loc=s.loc))
+                    assert isinstance(ref, d.Index)
                     value = self.expr(v)
-                    if dtypes.is_complex(value.dtype) and not dtypes.is_complex(target.dtype):
+                    if dtypes.is_complex(_t(value)) and not dtypes.is_complex(_t(ref)):
                         raise self.error(f"cannot store a complex value into '{a}' of "
-                                         f"{target.dtype}", s.loc)
-                    out.append(d.Store(a, target.index, cast(value, target.dtype), loc=s.loc))
+                                         f"{ref.dtype}", s.loc)
+                    out.append(d.Store(a, ref.index, cast(value, _t(ref)), loc=s.loc))
                 case _:
                     raise TypeError(f"unexpected statement {s!r}")
         return tuple(out)

@@ -708,12 +708,12 @@ def module_footer(module: str, exact: bool = False, numpy: bool = False) -> str:
             "    sk_state_name = PyUnicode_InternFromString(\"_sk_fast\");",
             "    sk_out_name = PyUnicode_InternFromString(\"out\");",
             "    if (!sk_dtype_name || !sk_state_name || !sk_out_name) return NULL;"]
-    init = "\n".join([*init, "    return PyModule_Create(&sk_module);", "}"])
+    module_init = "\n".join([*init, "    return PyModule_Create(&sk_module);", "}"])
     return "\n".join([
         "", "static PyMethodDef sk_methods[] = {", *methods,
         "    {NULL, NULL, 0, NULL}", "};",
         f"static struct PyModuleDef sk_module = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, "
-        "sk_methods};", init, ""])
+        "sk_methods};", module_init, ""])
 
 
 def _scalar_conversion(i: int, a: WrapperArg) -> list[str]:

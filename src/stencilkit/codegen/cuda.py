@@ -460,14 +460,13 @@ class CudaPrinter(CFamilyPrinter):
         self.declared |= {d.counter.name for d in launch.dims}
         inner = self.stmts(body, "    ")
         # the thread's status, stored into the device word only when an error was seen
-        uses_status = status is not None and any(
-            re.search(rf"\b{status.name}\b", line) for line in inner)
+        word = status.name if status is not None else None
+        uses_status = word is not None and any(re.search(rf"\b{word}\b", line) for line in inner)
         if uses_status:
-            lines.append(f"    int {status.name} = 0;")
+            lines.append(f"    int {word} = 0;")
         lines += inner
         if uses_status:
-            lines.append(f"    if ({status.name} != 0) atomicExch({STATUS_POINTER}, "
-                         f"{status.name});")
+            lines.append(f"    if ({word} != 0) atomicExch({STATUS_POINTER}, {word});")
         lines.append("}")
         return "\n".join(lines)
 

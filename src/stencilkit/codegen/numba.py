@@ -219,8 +219,7 @@ class NumbaPrinter:
     def stmt(self, s: k.Stmt, indent: str) -> list[str]:
         match s:
             case k.Declare(symbol=sym, value=v):
-                value = v if v is not None else k.Constant(np.zeros((), sym.dtype)[()],
-                                                            dtype=sym.dtype)
+                value = v if v is not None else k.Constant(sym.dtype.type(0), dtype=sym.dtype)
                 return [f"{indent}{sym.name} = {self.value(value, sym.dtype)}"]
             case k.SetSym(symbol=sym, value=v):
                 return [f"{indent}{sym.name} = {self.value(v, sym.dtype)}"]

@@ -33,12 +33,19 @@ _UFUNC = {
 }
 
 
+def _name(e: d.Expr) -> str:
+    """The NumPy name of a typed expression's dtype."""
+    assert e.dtype is not None, f"printing an untyped expression {e!r}"
+    return e.dtype.name
+
+
 def _const(c: d.Const) -> str:
     t = c.dtype
+    assert t is not None, "printing an untyped constant"
     v = c.value
     if t == dtypes.BOOL:
         return f"np.bool_({bool(v)})"
-    if dtypes.is_float(t) and (math.isnan(v) or math.isinf(v)):
+    if dtypes.is_float(t) and isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return f"np.{t.name}({str(float(v))!r})"
     if dtypes.is_complex(t):
         return f"np.{t.name}(complex({v.real!r}, {v.imag!r}))"
@@ -82,7 +89,7 @@ class NumpyPrinter:
                 parts = ", ".join(self.expr(o) for o in idx)
                 return f"_rt.gather(p_{a}, ({parts},), _shape)"
             case d.Cast(value=v):
-                return f"_rt.cast({self.expr(v)}, np.{e.dtype.name})"
+                return f"_rt.cast({self.expr(v)}, np.{_name(e)})"
             case d.BinOp(op=op, left=l, right=r):
                 a, b = self.expr(l), self.expr(r)
                 if op == "//":
@@ -121,10 +128,10 @@ class NumpyPrinter:
                 func = _UFUNC.get(f, f)
                 if f in ("min", "max") and len(args) > 2:
                     acc = self.expr(args[0])
-                    for a in args[1:]:
-                        acc = f"{func}({acc}, {self.expr(a)})"
+                    for arg in args[1:]:
+                        acc = f"{func}({acc}, {self.expr(arg)})"
                     return acc
-                return f"_rt.cast({func}({printed}), np.{e.dtype.name})"
+                return f"_rt.cast({func}({printed}), np.{_name(e)})"
         raise TypeError(f"cannot print {e!r}")
 
     # ------------------------------------------------------------ statements

@@ -25,11 +25,11 @@ class ComputationNumpyPrinter(NumpyPrinter):
 
     def expr(self, e: d.Expr) -> str:
         match e:
-            case d.Access(field=f) if variable_k(e) is not None:
+            case d.Access(field=f) if (lev := variable_k(e)) is not None:
                 di, dj, _ = offsets(e)
                 self.k_reads.append(e)
                 return (f"_rt.view_k({self.array(e)}, A_{f}, O_{f}, {self.region}, "
-                        f"({di}, {dj}), {self.expr(variable_k(e))}, _err, "
+                        f"({di}, {dj}), {self.expr(lev)}, _err, "
                         f"{len(self.k_reads) - 1})")
             case d.Access(field=f):
                 di, dj, dk = offsets(e)
@@ -54,10 +54,10 @@ class ComputationNumpyPrinter(NumpyPrinter):
                 target = f"_rt.view({self.array(s)}, A_{s.target}, O_{s.target}, " \
                          f"{self.region}, (0, 0, {c.write_offset(s)}))"
                 self.emit(indent, f"_rt.assign({target}, {self.expr(s.value)}, {mask})")
-            elif c.region_of(s) is not None and mask is None:
+            elif (region := c.region_of(s)) is not None and mask is None:
                 # Only the region's points are computed, so reads stay inside the halo the
                 # extents give (a read at an offset from outside the region might not).
-                region = c.region_of(s)
+                assert isinstance(s, d.If)  # region_of: a ``with horizontal`` unit
                 outer, self.region = self.region, self.fresh("R")
                 bounds = tuple(None if b is None else (b.offset, b.from_end)
                                for b in (*region.i, *region.j))
@@ -81,10 +81,10 @@ class ComputationNumpyPrinter(NumpyPrinter):
         self.emit(ind, "ni, nj, nk = _domain")
         for f in defn.fields:
             self.emit(ind, f"A_{f.name} = {f.axes!r}")
-        for t, _ in defn.temporaries:
-            self.emit(ind, f"A_{t} = 'IJK'")
-        for f in fields:
-            self.emit(ind, f"O_{f} = _origins[{f!r}]")
+        for temp, _ in defn.temporaries:
+            self.emit(ind, f"A_{temp} = 'IJK'")
+        for field_name in fields:
+            self.emit(ind, f"O_{field_name} = _origins[{field_name!r}]")
         self.emit(ind, "_err = []  # reads at run-time K offsets that left their field")
         self.emit(ind, "with np.errstate(all='ignore'):")
         ind += "    "

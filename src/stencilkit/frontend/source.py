@@ -7,6 +7,7 @@ import builtins
 import copy
 import functools
 import inspect
+import sys
 import textwrap
 from dataclasses import dataclass
 from types import CodeType, FunctionType
@@ -149,6 +150,8 @@ def _find_definition(index: _Index, code: CodeType, first: int, indent: int, shi
             return first + lineno - 1, col + indent - (shift if lineno == 1 else 0)
         return at(n.lineno, n.col_offset), at(n.end_lineno or n.lineno, n.end_col_offset or 0)
 
+    if sys.version_info < (3, 11):  # no instruction columns (co_positions) to tell them apart
+        return None
     # the body's instructions (the function's entry and exit have empty spans)
     positions = [(ln, col) for ln, _, col, end in code.co_positions()
                  if ln is not None and col is not None and end is not None and end > col]

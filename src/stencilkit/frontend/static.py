@@ -11,16 +11,17 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable
+from typing import Any
 
-_BINOPS: dict[type, Callable[[object, object], object]] = {
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
     ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-_UNARY: dict[type, Callable[[object], object]] = {
+_UNARY: dict[type, Callable[[Any], Any]] = {
     ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
     ast.Invert: operator.invert}
-_CMPOPS: dict[type, Callable[[object, object], object]] = {
+_CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
     ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_,
     ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
@@ -86,27 +87,27 @@ def static_value(node: ast.expr, lookup: Lookup) -> object:
             return _UNARY[type(op)](static_value(x, lookup))
         case ast.BinOp(left=a, op=op, right=b):
             return _BINOPS[type(op)](static_value(a, lookup), static_value(b, lookup))
-        case ast.BoolOp(op=op, values=values):
+        case ast.BoolOp(op=bool_op, values=values):
             result = static_value(values[0], lookup)
-            for v in values[1:]:
-                if (not result) if isinstance(op, ast.And) else result:
+            for operand in values[1:]:
+                if (not result) if isinstance(bool_op, ast.And) else result:
                     return result
-                result = static_value(v, lookup)
+                result = static_value(operand, lookup)
             return result
         case ast.Compare(left=left, ops=ops, comparators=rights):
-            a = static_value(left, lookup)
-            for op, r in zip(ops, rights):
-                b = static_value(r, lookup)
-                if not _CMPOPS[type(op)](a, b):
+            lhs = static_value(left, lookup)
+            for cmp, r in zip(ops, rights):
+                rhs = static_value(r, lookup)
+                if not _CMPOPS[type(cmp)](lhs, rhs):
                     return False
-                a = b
+                lhs = rhs
             return True
-        case ast.IfExp(test=t, body=b, orelse=o):
-            return static_value(b if static_value(t, lookup) else o, lookup)
+        case ast.IfExp(test=test, body=yes, orelse=no):
+            return static_value(yes if static_value(test, lookup) else no, lookup)
         case ast.Tuple(elts=elts):
             return tuple(static_value(e, lookup) for e in elts)
         case ast.Call() if is_inlined_call(node):
-            return static_value(node.args[0], lookup)  # type: ignore[attr-defined]
+            return static_value(node.args[0], lookup)
     raise NotStatic
 
 

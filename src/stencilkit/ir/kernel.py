@@ -42,6 +42,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -100,6 +101,8 @@ class ReadOnly:
 
 
 Property = BasePointer | ShapeOf | StrideOf | ScalarArgument | Restrict | Alignment | ReadOnly
+_P = TypeVar("_P", BasePointer, ShapeOf, StrideOf, ScalarArgument, Restrict, Alignment,
+               ReadOnly)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +115,7 @@ class Symbol:
     def has(self, kind: type) -> bool:
         return any(isinstance(p, kind) for p in self.properties)
 
-    def get(self, kind: type) -> Property | None:
+    def get(self, kind: type[_P]) -> _P | None:
         return next((p for p in self.properties if isinstance(p, kind)), None)
 
 

@@ -17,6 +17,7 @@ them; one long loop pays that once per I.
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import numpy as np
 
@@ -39,7 +40,8 @@ def collapse_contiguous_rows(kf: k.KernelFunction, j: k.Symbol, kc: k.Symbol, nj
                 return collapsed
         return map_children(n, visit)
 
-    body = tuple(visit(s) for s in kf.body)
+    # visit maps a statement to a statement
+    body = cast("tuple[k.Stmt, ...]", tuple(visit(s) for s in kf.body))
     if body == kf.body:
         return kf
     return dataclasses.replace(kf, body=body)

@@ -32,7 +32,7 @@ from .. import dtypes
 from ..analysis.schedule import offsets, reads, variable_k, writes
 from ..ir import computation as c
 from ..ir import definition as d
-from ..ir.core import rewrite, walk
+from ..ir.core import Location, rewrite, walk
 
 Offset = tuple[int, int, int]
 
@@ -43,18 +43,18 @@ def _zero(name: str, e: d.Access, dtype) -> d.Access:
 
 
 class _IntervalInliner:
-    def __init__(self, temps: dict[str, object], keep: set[str],
+    def __init__(self, temps: dict[str, np.dtype], keep: set[str],
                  eager: dict[tuple[str, int], set[Offset]]) -> None:
         self.temps = temps            # temporary -> dtype
         self.keep = keep              # temporaries read outside this interval
         self.eager = eager            # definitions whose shifted values are computed at once
         self.version: dict[str, int] = {}
-        self.definitions: dict[tuple[str, int], tuple[d.Expr, dict[str, int], object]] = {}
+        self.definitions: dict[tuple[str, int], tuple[d.Expr, dict[str, int], Location | None]] = {}
         self.defined_at: dict[tuple[str, int], int] = {}  # position in body of the definition
         self.made: dict[tuple[str, int, Offset], str] = {}
         self.made_at: dict[str, tuple[str, int, Offset]] = {}  # register -> its key
         self.body: list[d.Stmt] = []
-        self.new_temps: dict[str, object] = {}
+        self.new_temps: dict[str, np.dtype] = {}
 
     def register(self, t: str, ver: int, off: Offset) -> str:
         """The name of a register holding version ``ver`` of ``t`` at ``off``, computed once."""
@@ -115,7 +115,7 @@ class _IntervalInliner:
         return out
 
 
-def _inline_interval(body: tuple[d.Assign, ...], temps: dict[str, object],
+def _inline_interval(body: tuple[d.Assign, ...], temps: dict[str, np.dtype],
                      keep: set[str]) -> _IntervalInliner | None:
     """Inline one interval; computing every stale value early can make others stale in turn
     (they move up past the same writes), so repeat until none is; None if that fails."""
@@ -137,8 +137,8 @@ def _access(name: str, dtype, loc) -> d.Access:
     return d.Access(name, (zero, zero, zero), dtype=dtype, loc=loc)
 
 
-def _if_converted(body: tuple[d.Stmt, ...], temps: dict[str, object],
-                  guards: dict[str, object]) -> tuple[d.Stmt, ...] | None:
+def _if_converted(body: tuple[d.Stmt, ...], temps: dict[str, np.dtype],
+                  guards: dict[str, np.dtype]) -> tuple[d.Stmt, ...] | None:
     """``body`` with each ``if`` turned into selections (see the module docstring), or None
     when one cannot be: its branches hold other statements, assign fields or non-float
     values, divide integers, test a horizontal region (whose value depends on the point, which
@@ -163,11 +163,14 @@ shifting cannot move), or keep the old value of a temporary not defined before."
                and np.dtype(n.dtype).kind != "f" for x in stmts for n in walk(x)):
             return None
         guard = f"if@{len(guards)}"
-        guards[guard] = s.cond.dtype
+        cond_type = s.cond.dtype
+        assert cond_type is not None, "if-conversion runs on typed definitions"
+        guards[guard] = cond_type
         out.append(d.Assign(guard, s.cond, loc=s.loc))
-        g = _access(guard, s.cond.dtype, s.loc)
+        g = _access(guard, cond_type, s.loc)
         for taken, branch in ((True, s.body), (False, s.orelse)):
             for x in branch:
+                assert isinstance(x, d.Assign)  # (every statement is, checked above)
                 if x.target not in defined:  # its old value would be the stale array's
                     return None
                 old = _access(x.target, temps[x.target], x.loc)
@@ -186,7 +189,7 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
                 for acc in reads(s):
                     if acc.field in temps:
                         readers.setdefault(acc.field, set()).add((b_i, iv_i))
-    new_temps: dict[str, object] = {}
+    new_temps: dict[str, np.dtype] = {}
     blocks = []
     for b_i, block in enumerate(defn.blocks):
         if block.policy != "PARALLEL":
@@ -194,7 +197,7 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
             continue
         intervals = []
         for iv_i, iv in enumerate(block.intervals):
-            guards: dict[str, object] = {}
+            guards: dict[str, np.dtype] = {}
             body = iv.body
             if not all(isinstance(s, d.Assign) for s in body):
                 converted = _if_converted(body, temps, guards)

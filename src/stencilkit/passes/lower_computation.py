@@ -213,7 +213,7 @@ class ComputationLowering(PointLowering):
                          src.filename.rsplit("/", 1)[-1])
         self.defn = defn
         self.sched = sched
-        self.layout = layout
+        self.unit_axes = layout  # per field: its unit-stride axis (None: none)
         self.registers = register_temporaries(defn, sched)
         self.columns = column_temporaries(defn, sched, self.registers)
         self.column_buffers: dict[str, k.Buffer] = {}
@@ -265,6 +265,7 @@ class ComputationLowering(PointLowering):
                     _op("-", buf.shape[kd], _const(1))), dtype=k.INDEX)
                 index = (*index[:kd], level, *index[kd + 1:])
             index += tuple(_const(n) for n in data_index(e))  # an element of a vector field
+            assert e.dtype is not None, f"untyped expression {e!r} after the typing pass"
             return k.Load(self.buffer(e.field), index, dtype=e.dtype)
         if isinstance(e, c.InRegion):
             return self.in_region(e)
@@ -335,7 +336,7 @@ class ComputationLowering(PointLowering):
         innermost, I before J otherwise."""
         first = next((f.name for f in self.defn.fields if f.axes == "IJK" and not f.data_dims),
                      None)
-        unit = self.layout.get(first) if first else None
+        unit = self.unit_axes.get(first) if first else None
         if unit is None:
             unit = 2
         return [a for a in (0, 1, 2) if a != unit] + [unit]
@@ -367,7 +368,11 @@ class ComputationLowering(PointLowering):
         order = self.loop_order() if k_range is not None else [a for a in self.loop_order()
                                                                if a != 2]
         for depth, axis in reversed(list(enumerate(order))):
-            start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
+            if axis == 2:
+                assert k_range is not None  # (K is in the order only with a range)
+                start, stop = k_range
+            else:
+                start, stop = self.horizontal_range(axis, stage.extent)
             outer = depth == 0 and (parallel or workshare)
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
                            parallel=k.Parallel(shared=workshare) if outer else None,
@@ -488,7 +493,7 @@ class ComputationLowering(PointLowering):
         return sorted(n for n, ok in own_column.items()
                       if ok and n in fields and fields[n].axes == "IJK"
                       and not fields[n].data_dims and n not in varying
-                      and self.layout.get(n) == 2)
+                      and self.unit_axes.get(n) == 2)
 
     def fresh_fields(self, staged: list[str], group: list[tuple[int, MultiStage]]
                      ) -> set[str]:
@@ -540,9 +545,9 @@ class ComputationLowering(PointLowering):
                 ins.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_in)))
             if copy_out:
                 outs.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_out)))
-        copy_in = (k.Loop(jc, start, stop, _const(1), tuple(ins)),) if ins else ()
-        copy_out = (k.Loop(jc, start, stop, _const(1), tuple(outs)),) if outs else ()
-        return tuple(decls) + copy_in, copy_out
+        before = (k.Loop(jc, start, stop, _const(1), tuple(ins)),) if ins else ()
+        after = (k.Loop(jc, start, stop, _const(1), tuple(outs)),) if outs else ()
+        return tuple(decls) + before, after
 
     def staged_levels(self, f: str) -> tuple[k.Expr, k.Expr]:
         """The levels of field ``f`` the call's accesses can reach, and at least the
@@ -605,13 +610,8 @@ class ComputationLowering(PointLowering):
         return k.Loop(kc, k0, k1, _const(1), body)
 
     def lower_all(self) -> k.KernelFunction:
-        sections = []
-        for group in column_groups(self.sched):
-            if len(group) > 1:
-                sections.append(self.columns_group(group))
-            else:
-                sections.append(self.multistage(*group[0]))
-        sections = tuple(sections)
+        sections = tuple(self.columns_group(group) if len(group) > 1 else
+                         self.multistage(*group[0]) for group in column_groups(self.sched))
         order = [*self.buffers, *[origin_key(n, a) for n in self.origins for a in self.axes[n]],
                  *[s.name for s in self.defn.scalars], *[domain_key(a) for a in AXES]]
         params = free_parameters(sections, order)

@@ -27,7 +27,7 @@ class GpuComputationLowering(ComputationLowering):
             dtype = dict(self.defn.temporaries)[name]
             self.buffers[name] = self.ctx.buffer(name, dtype, 3, unit_stride_last=False,
                                                  restrict=True, read_only=False,
-                                                 unit_dim=self.layout.get(name))
+                                                 unit_dim=self.unit_axes.get(name))
             self.origins[name] = [self.ctx.user_symbol(
                 f"{name}_origin_{a}", k.INDEX,
                 properties=frozenset({k.ScalarArgument(origin_key(name, a))}))
@@ -65,7 +65,11 @@ class GpuComputationLowering(ComputationLowering):
         order = self.loop_order() if k_range is not None else [a for a in self.loop_order()
                                                                if a != 2]
         for axis in reversed(order):
-            start, stop = k_range if axis == 2 else self.horizontal_range(axis, stage.extent)
+            if axis == 2:
+                assert k_range is not None  # (K is in the order only with a range)
+                start, stop = k_range
+            else:
+                start, stop = self.horizontal_range(axis, stage.extent)
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
                            parallel=k.Parallel()),)
         return body[0]

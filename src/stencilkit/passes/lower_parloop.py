@@ -73,15 +73,16 @@ class KernelLowering(PointLowering):
 
     def expr(self, e: d.Expr) -> k.Expr:
         if isinstance(e, d.Index):
+            assert e.dtype is not None, f"untyped expression {e!r} after the typing pass"
             return k.Load(self.buffers[e.array], self.indices(e.array, e.index), dtype=e.dtype)
         return super().expr(e)
 
     def indices(self, array: str, index: tuple[d.Expr, ...]) -> tuple[k.Expr, ...]:
         buf = self.buffers[array]
-        out = []
+        out: list[k.Expr] = []
         for x, n in zip(index, buf.shape):
             size = int(n.value)  # type: ignore[attr-defined]
-            if isinstance(x, d.Const):
+            if isinstance(x, d.Const) and isinstance(x.value, int):  # (typing: indices are ints)
                 v = int(x.value)
                 out.append(_c(v + size if v < 0 else v))
             else:
@@ -232,8 +233,8 @@ class LoopLowering:
         if s.kind == "direct" and s.mode not in ("MIN", "MAX") and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True, properties=frozenset(
                 {k.ReadOnly()} if s.mode == "READ" else set()))
-            decl = k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype))
-            return _Pieces(_sym(ptr), body=(decl,))
+            return _Pieces(_sym(ptr), body=(
+                k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype)),))
         if s.kind == "global" and s.mode == "READ" and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True,
                                   properties=frozenset({k.ReadOnly()}))
@@ -257,6 +258,7 @@ class LoopLowering:
             red, red_decl = self.local(f"r{i}", s.dtype, s.dim)
             init = _zero(s.dtype) if s.mode == "INC" else self.load(a, q)
             op = {"INC": "+", "MIN": "min", "MAX": "max"}[s.mode]
+            post: k.Stmt
             if s.mode == "INC":
                 post = k.Store(red, (q,), _plus(self.load(red, q), value))
                 after = k.Store(a, (q,), _plus(self.load(a, q), self.load(red, q)))
@@ -333,7 +335,7 @@ def _plus(a: k.Expr, b: k.Expr) -> k.Expr:
 
 
 def _zero(t: np.dtype) -> k.Constant:
-    return k.Constant(np.zeros((), t)[()], dtype=t)
+    return k.Constant(t.type(0), dtype=t)
 
 
 def loop_doc(name: str, kernel_name: str, specs: tuple[ArgSpec, ...]) -> str:

@@ -95,7 +95,9 @@ class PointLowering:
         self.layout = layout
         self.line_text = line_text
         self.filename = filename
-        self.out_dtype = out_dtype if out_dtype is not None else kernel.return_type
+        out = out_dtype if out_dtype is not None else kernel.return_type
+        assert out is not None, "lowering an untyped point kernel"
+        self.out_dtype: np.dtype = out
         self.ctx = k.KernelContext()
         self.buffers: dict[str, k.Buffer] = {}
         self.scalars: dict[str, k.Symbol] = {}
@@ -113,6 +115,7 @@ class PointLowering:
 
     def expr(self, e: d.Expr) -> k.Expr:
         t = e.dtype
+        assert t is not None, f"untyped expression {e!r} after the typing pass"
         match e:
             case d.Const(value=v):
                 return k.Constant(t.type(v), dtype=t)
@@ -125,7 +128,9 @@ class PointLowering:
                 for dim, o in enumerate(off):
                     centre = k.Sym(self.counters[dim], dtype=k.INDEX)
                     if isinstance(o, d.Const):
-                        shift: k.Expr = k.Constant(np.int64(o.value), dtype=k.INDEX)
+                        # the frontend accepts only integer constants as offsets
+                        shift: k.Expr = k.Constant(np.int64(o.value),  # type: ignore[arg-type]
+                                                   dtype=k.INDEX)
                     else:
                         lo, hi = self.border[dim]
                         self.uses_error_flag = True
@@ -134,12 +139,12 @@ class PointLowering:
                             k.Constant(np.int64(hi), dtype=k.INDEX)), dtype=k.INDEX)
                     idx.append(self.relative_index(buf, dim, o, _add(centre, shift)))
                 return k.Load(buf, tuple(idx), dtype=t)
-            case d.Index(array=a, index=index):
-                buf = self.buffers[a]
+            case d.Index(array=array, index=index):
+                buf = self.buffers[array]
                 self.uses_error_flag = True
-                idx = tuple(k.Op("wrap_index", (self.expr(x), buf.shape[dim]), dtype=k.INDEX)
-                            for dim, x in enumerate(index))
-                return k.Load(buf, idx, dtype=t)
+                wrapped = tuple(k.Op("wrap_index", (self.expr(x), buf.shape[dim]), dtype=k.INDEX)
+                                for dim, x in enumerate(index))
+                return k.Load(buf, wrapped, dtype=t)
             case d.Cast(value=v):
                 return k.Convert(self.expr(v), dtype=t)
             case d.BinOp(op=op, left=l, right=r):
@@ -149,7 +154,7 @@ class PointLowering:
                 if op == "%":
                     return k.Op("mod", (a, b), dtype=t)
                 if op == "**":
-                    if dtypes.is_int(r.dtype):
+                    if r.dtype is not None and dtypes.is_int(r.dtype):
                         return k.Op("powi", (a, b), dtype=t)
                     return k.MathCall("pow", (a, b), dtype=t)
                 if op in ("<<", ">>"):
@@ -288,10 +293,11 @@ class PointLowering:
             stop = _sub(first.shape[dim], k.Constant(np.int64(hi), dtype=k.INDEX))
             if dim == 0 and streamed:
                 inner = inner + (k.StoreFence(),)
-            loop = k.Loop(self.counters[dim], start, stop, _one(), inner,
-                          parallel=par if dim == 0 else None, vectorize=(dim == nd - 1))
+            plain = k.Loop(self.counters[dim], start, stop, _one(), inner,
+                           parallel=par if dim == 0 else None, vectorize=(dim == nd - 1))
+            loop: k.Stmt = plain
             if dim == nd - 1 and streamed:
-                loop = k.StreamedRow(loop, out, STREAM_CHUNK, _cmp(
+                loop = k.StreamedRow(plain, out, STREAM_CHUNK, _cmp(
                     ">=", k.Sym(work, dtype=k.INDEX), _index(-(-stream_min_bytes() // out_item))))
             inner = (loop,)
             if dim == nd - 1 and self.modes[dim] != "constant":
@@ -373,6 +379,7 @@ class PointLowering:
                 k.Op("<", (c, _sub(first.shape[dim], k.Constant(np.int64(hi_d), dtype=k.INDEX))),
                      dtype=dtypes.BOOL)), dtype=dtypes.BOOL)
             inside = cond if inside is None else k.Op("&&", (inside, cond), dtype=dtypes.BOOL)
+        assert inside is not None  # some outer axis is constant (else returned above)
         nest = (k.Branch(inside, partial, row(True)),)
         for dim in reversed(range(nd - 1)):
             nest = (k.Loop(counters[dim], k.Constant(np.int64(0), dtype=k.INDEX),
@@ -389,7 +396,7 @@ class PointLowering:
             return index
         if not isinstance(offset, d.Const):  # a run-time offset: remapped where it is read
             return remap_index(self.modes[dim], index, buf.shape[dim])
-        key = (buf.name, dim, int(offset.value))
+        key = (buf.name, dim, int(offset.value))  # type: ignore[arg-type]  # an int offset
         if key not in self.remapped:
             o = key[2]
             name = f"{buf.name}_{dim}_{'m' if o < 0 else 'p'}{abs(o)}"
@@ -512,7 +519,7 @@ def remap_index(mode: str, j: k.Expr, n: k.Expr) -> k.Expr:
     if mode == "wrap":
         return k.Select(inside, j, k.Op("mod", (j, n), dtype=k.INDEX), dtype=k.INDEX)
     if mode == "reflect":  # ... 1 0 | 0 1 ... n-1 | n-1 n-2 ...
-        period = k.Op("+", (n, n), dtype=k.INDEX)
+        period: k.Expr = k.Op("+", (n, n), dtype=k.INDEX)
         m = k.Op("mod", (j, period), dtype=k.INDEX)
         folded = k.Select(_cmp("<", m, n), m, _sub(_sub(period, one), m), dtype=k.INDEX)
         return k.Select(inside, j, folded, dtype=k.INDEX)
@@ -546,7 +553,7 @@ def _truth(e: k.Expr) -> k.Expr:
 
 
 def _zero(t: np.dtype) -> k.Constant:
-    return k.Constant(np.zeros((), t)[()], dtype=t)
+    return k.Constant(t.type(0), dtype=t)
 
 
 def _one() -> k.Constant:
@@ -568,8 +575,8 @@ def _and(a: k.Expr, b: k.Expr) -> k.Expr:
 def _add(a: k.Expr, b: k.Expr) -> k.Expr:
     if isinstance(b, k.Constant) and b.value == 0:
         return a
-    if isinstance(b, k.Constant) and b.value < 0:
-        return k.Op("-", (a, k.Constant(np.int64(-b.value), dtype=k.INDEX)), dtype=k.INDEX)
+    if isinstance(b, k.Constant) and int(b.value) < 0:  # an index: an integer
+        return k.Op("-", (a, k.Constant(np.int64(-int(b.value)), dtype=k.INDEX)), dtype=k.INDEX)
     return k.Op("+", (a, b), dtype=k.INDEX)
 
 

@@ -47,6 +47,7 @@ def _rewrite(stmts: tuple[d.Stmt, ...], in_loop: bool) -> tuple[tuple[d.Stmt, ..
             case d.For(body=body) | d.While(body=body) if _has_return((s,)):
                 inner, _ = _rewrite(body, True)
                 guarded = (d.If(_not_done(s.loc), inner, (), loc=s.loc),)
+                loop: d.Stmt
                 if isinstance(s, d.While):
                     cond = d.BoolOp("and", _not_done(s.loc), s.cond, loc=s.loc)
                     loop = dataclasses.replace(s, cond=cond, body=guarded)

@@ -30,7 +30,7 @@ class CPlatform(Platform):
 
     def stmt(self, s: k.Stmt, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         par = s.parallel if isinstance(s, k.Loop) else None
-        if par is None or par.only_if is None or par.shared:
+        if not isinstance(s, k.Loop) or par is None or par.only_if is None or par.shared:
             return super().stmt(s, kf)
         # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
         # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs

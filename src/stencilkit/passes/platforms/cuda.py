@@ -392,7 +392,7 @@ class _Splitter:
             pre, body, post = self.privatize(body, reductions, warp=bool(dims))
         lowered_conds = tuple(p.lower_expr(c) for c in conds)
         used: set[str] = set()
-        roots: list[object] = [*pre, *body, *post, *lowered_conds,
+        roots: list[Node] = [*pre, *body, *post, *lowered_conds,
                                *(e for d in dims for e in (d.start, d.stop))]
         for r in roots:
             for n in walk(r):

@@ -181,7 +181,7 @@ def _partials(r: k.Reduction, loop: k.Loop
     def shared(i: k.Expr) -> k.Load:
         return k.Load(red, (i,), dtype=t)
 
-    init = (k.Constant(np.zeros((), t)[()], dtype=t) if r.op == "+" else shared(_sym(q)))
+    init = (k.Constant(t.type(0), dtype=t) if r.op == "+" else shared(_sym(q)))
     fill = k.Loop(w, _c(0), trips, _c(1), (
         k.Loop(q, _c(0), size, _c(1), (k.Store(part, at(_sym(w), _sym(q)), init),)),))
     row = _op("-", _sym(loop.counter), loop.start)

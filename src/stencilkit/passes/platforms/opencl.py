@@ -33,7 +33,7 @@ import numpy as np
 from ... import dtypes
 from ...codegen.cfamily import type_suffix
 from ...ir import kernel as k
-from ...ir.core import rewrite, walk
+from ...ir.core import Node, rewrite, walk
 from ..parallel_nests import mark_parallel_nests  # noqa: F401 (platform.mark_parallel_nests)
 from .base import status_constant
 from .c import _TESTS, CPlatform, libm
@@ -218,7 +218,7 @@ class _Splitter:
         dims = tuple(Dim(d.counter, OPENCL_PLATFORM.lower_expr(d.start),
                          OPENCL_PLATFORM.lower_expr(d.stop)) for d in dims)
         used: set[str] = set()
-        roots: list[object] = [*pre, *body, *post, *conds,
+        roots: list[Node] = [*pre, *body, *post, *conds,
                                *(e for d in dims for e in (d.start, d.stop))]
         for r in roots:
             for n in walk(r):
