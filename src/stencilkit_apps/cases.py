@@ -499,6 +499,7 @@ _COMPILE_SCRIPT = textwrap.dedent("""
     import time
     t0 = time.perf_counter()
     import numpy as np
+    import stencilkit as sk
     t1 = time.perf_counter()
     from stencilkit_bench_kernel import k
     a = np.ones((64, 64))
