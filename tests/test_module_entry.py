@@ -41,4 +41,7 @@ def test_wheel_carries_py_typed(tmp_path):
     if proc.returncode != 0:
         pytest.skip(f"cannot build a wheel here: {proc.stderr.strip()[-200:]}")
     (wheel,) = tmp_path.glob("stencilkit-*.whl")
-    assert "stencilkit/py.typed" in zipfile.ZipFile(wheel).namelist()
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "stencilkit/py.typed" in names
+    # the applications (stencilkit demo, bench) ship in the same wheel, beside the compiler
+    assert {"stencilkit_apps/demo.py", "stencilkit_apps/bench.py"} <= set(names)
