@@ -37,6 +37,7 @@ def export(obj: object, directory: str | Path) -> tuple[Path, Path]:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     backend = registry.exporter()  # the backend whose source is a C translation unit
+    source: str | None
     if isinstance(obj, ParLoop):
         source = obj.generate(backend=backend)
         entry = loop_function_name(obj.kernel.name)

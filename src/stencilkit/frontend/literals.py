@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
+from typing import Any
 
 # CPython's limit on the bits of a folded int (MAX_INT_SIZE in Python/ast_opt.c)
 _MAX_INT_SIZE = 128
 
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-           ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
-           ast.BitOr: operator.or_, ast.BitXor: operator.xor}
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_, ast.BitXor: operator.xor}
 
 
 def fold_int_literal(node: ast.expr) -> int | float | None:
@@ -56,7 +60,7 @@ def _folds(op: type, a: int | float, b: int | float) -> bool:
     """CPython's safe_multiply/safe_power/safe_lshift, and no exception at run time; a float
     operand (from a negative power) only in +, - and *, where Python's float arithmetic is
     IEEE double arithmetic as at run time."""
-    if type(a) is float or type(b) is float:
+    if isinstance(a, float) or isinstance(b, float):  # (never a subclass: see _value)
         return op in (ast.Add, ast.Sub, ast.Mult)
     if op in (ast.FloorDiv, ast.Mod):
         return b != 0

@@ -34,6 +34,7 @@ class _KernelTranslator(Translator):
         index = target.slice
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
         idx = tuple(self.expr(p) for p in parts)
+        value: d.Expr
         if isinstance(s, ast.AugAssign):
             current = d.Index(name, idx, loc=loc)
             value = d.BinOp(_BINOPS[type(s.op)], current, self.expr(s.value), loc=loc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import TypeVar
 
 from ..errors import StencilSyntaxError
 from ..ir import definition as d
@@ -40,7 +41,8 @@ def parse_point_kernel(func: object, standard_indexing: tuple[str, ...] = ()) ->
             "the first argument to a stencil kernel must use relative indexing, not standard "
             "indexing", stencil=name, loc=loc,
             hint=f"remove '{params[0]}' from standard_indexing")
-    body = tree.body if isinstance(tree, ast.FunctionDef) else [ast.Return(value=tree.body)]
+    body: list[ast.stmt] = (tree.body if isinstance(tree, ast.FunctionDef)
+                            else [ast.Return(value=tree.body)])
     if isinstance(tree, ast.Lambda):
         ast.copy_location(body[0], tree.body)
     body = constant_indices(body, set(params) - set(standard_indexing))
@@ -113,7 +115,12 @@ def _int_literal(node: ast.expr) -> int | None:
     return None
 
 
-def _substitute(node: ast.AST, arrays: set[str], env: dict[str, int]) -> ast.AST:
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+def _substitute(node: _Node, arrays: set[str], env: dict[str, int]) -> _Node:
+    """``node``, rewritten in place: its relative indices that are names in ``env`` become
+    their constants."""
     if not env:
         return node
 
