@@ -78,6 +78,7 @@ from .gtscript import (  # noqa: E402
     tanh,
     trunc,
 )
+from .integrations import pickling as _pickling  # noqa: E402, F401 (registers the helpers' pickling)
 from .loop import ParLoop, flush, par_loop  # noqa: E402
 from .parloop import (  # noqa: E402
     INC,
