@@ -4,9 +4,8 @@ The names of the public contract (docs/site/contract.md, the "contract.md" that 
 by section; the documentation site's "The contract" page), re-exported; no logic lives here.
 """
 
-__version__ = "0.1.0"
-
 from . import gtscript, registry  # noqa: E402
+from ._version import __version__ as __version__
 from .build import cache  # noqa: E402
 from .config import configure  # noqa: E402
 from .distributed import Decomposition, DistributedArray  # noqa: E402
@@ -78,6 +77,7 @@ from .gtscript import (  # noqa: E402
     tanh,
     trunc,
 )
+from .integrations import pickling as _pickling  # noqa: E402, F401 (registers the helpers' pickling)
 from .loop import ParLoop, flush, par_loop  # noqa: E402
 from .parloop import (  # noqa: E402
     INC,

@@ -8,12 +8,13 @@ import dataclasses
 import os
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from . import errors
 from .errors import StencilError
 
 _DUMP_STAGES = frozenset({"ir", "typed", "kernel", "code"})
@@ -34,6 +35,10 @@ def _env_cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("stencilkit"))
+
+
+#: How a ParLoop with indirect increments avoids races: ``race=`` of ``configure`` and of a loop
+RACE_MODES = ("auto", "color", "atomic")
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,13 @@ class Config:
 
 
 _current = Config()
+
+
+def _full_tracebacks() -> bool:
+    return _current.full_tracebacks
+
+
+errors.set_full_tracebacks(_full_tracebacks)
 #: fast_math of the stencil being built: the backends read it through ``fast_math()``
 _building_fast_math: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
     "stencilkit_fast_math", default=None)
@@ -160,12 +172,24 @@ _KINDS = {bool: "True or False", int: "an int", float: "a number", str: "a strin
           Path: "a path (a str or os.PathLike)", type(None): "None"}
 
 
+#: The backend names ``backend=`` takes (GT4Py's too) -> the backend each one means. The
+#: registry installs its table with :func:`set_backend_names` when it is imported (it imports
+#: this module, so this module cannot import it; the package's ``__init__`` imports both).
+_backend_names: Callable[[], Mapping[str, str]] | None = None
+
+
+def set_backend_names(lookup: Callable[[], Mapping[str, str]]) -> None:
+    """Install the table ``configure(backend=...)`` checks names against."""
+    global _backend_names
+    _backend_names = lookup
+
+
 def _check_backend(value: str | None) -> str | None:
     if value is None:
         return None
-    from .registry import gt4py_names  # the registry imports this module
-
-    names = gt4py_names()
+    if _backend_names is None:  # no registry imported: nothing to check against yet
+        return value
+    names = _backend_names()
     if value not in names:
         raise _Bad(f"a backend name ({', '.join(sorted(names))}) or None")
     return names[value]
@@ -181,8 +205,6 @@ def _check_dump(value: frozenset[str]) -> frozenset[str]:
 
 
 def _check_race(value: str) -> str:
-    from .loop import RACE_MODES
-
     if value not in RACE_MODES:
         raise _Bad(f"one of {RACE_MODES}")
     return value
@@ -217,14 +239,21 @@ def _checked(changes: dict[str, object]) -> dict[str, object]:
     return out
 
 
+#: Called with (previous, new) after each change: the layers above subscribe (the lazy queue
+#: runs what it holds when ``lazy`` goes off), since this module imports none of them
+_listeners: list[Callable[[Config, Config], None]] = []
+
+
+def on_change(listener: Callable[[Config, Config], None]) -> None:
+    """Have ``listener(previous, new)`` called after every configuration change."""
+    _listeners.append(listener)
+
+
 def _install(new: Config) -> None:
     global _current
-    was_lazy = _current.lazy
-    _current = new
-    if was_lazy and not new.lazy:  # what was queued runs now, as without lazy evaluation
-        from .runtime import lazy
-
-        lazy.flush()
+    previous, _current = _current, new
+    for listener in tuple(_listeners):
+        listener(previous, new)
 
 
 class ConfigChange:

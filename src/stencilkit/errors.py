@@ -84,6 +84,22 @@ def did_you_mean(word: str, choices: object) -> str:
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def _env_full_tracebacks() -> bool:
+    return os.environ.get("STENCILKIT_FULL_TRACEBACKS", "0") not in ("", "0")
+
+
+#: Whether errors keep stencilkit's own frames. The configuration (which imports this
+#: module, so this module cannot import it) installs its reader with
+#: :func:`set_full_tracebacks`; until then, the environment decides, as its default does.
+_full_tracebacks: Callable[[], bool] = _env_full_tracebacks
+
+
+def set_full_tracebacks(reader: Callable[[], bool]) -> None:
+    """Install what :func:`at_call` asks whether to keep stencilkit's frames."""
+    global _full_tracebacks
+    _full_tracebacks = reader
+
+
 def at_call(exc: StencilError, caller: FrameType | None, *, note_call: bool = True
             ) -> StencilError:
     """``exc`` as it reaches the code that called a stencil: the call's file and line added
@@ -101,9 +117,7 @@ def at_call(exc: StencilError, caller: FrameType | None, *, note_call: bool = Tr
                                                                          where.line)):
             exc.args = (f"{exc.args[0]}\n  called at {where.filename}:{where.line}",
                         *exc.args[1:])
-    from .config import current  # (config imports this module)
-
-    if not current().full_tracebacks:
+    if not _full_tracebacks():
         exc.with_traceback(None)
     return exc
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import config, registry
 from .analysis.typing import ArgType, type_point_kernel
-from .config import current
+from .config import RACE_MODES, current
 from .errors import ArgumentError, StencilError, StencilTypeError, at_call
 from .ir import definition as d
 from .ir.core import walk
@@ -61,8 +61,6 @@ def _truncates(store: d.Store, explicit: set[int], target: np.dtype) -> bool:
     return (target.kind in "iub" and isinstance(v, d.Cast) and id(store) not in explicit
             and v.value.dtype is not None and v.value.dtype.kind in "fc")
 
-
-RACE_MODES = ("auto", "color", "atomic")
 
 
 class ParLoop:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes, registry
+from .arrays import is_device
 from .errors import StencilError
-from .integrations import is_device
 
 ALIGNMENT = 64
 

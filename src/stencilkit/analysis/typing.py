@@ -19,7 +19,7 @@ from ..dtypes import DType
 from ..errors import StencilTypeError
 from ..ir import definition as d
 from ..ir.core import Location
-from ..passes.single_exit import RESULT
+from ..ir.definition import RESULT
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from typing import TypeVar
 
 from filelock import FileLock, Timeout
 
-from .. import __version__
+from .._version import __version__
 from ..config import current
 from ..errors import BackendError
 from ..log import logger

@@ -15,7 +15,7 @@ from ..errors import BackendError
 from ..ir import border_modes
 from ..ir import definition as d
 from ..ir.core import walk
-from ..passes.single_exit import RESULT
+from ..ir.definition import RESULT
 
 _UFUNC = {
     "math.sqrt": "np.sqrt", "math.exp": "np.exp", "math.log": "np.log", "math.log10": "np.log10",

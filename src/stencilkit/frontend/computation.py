@@ -10,20 +10,19 @@ import NAME``; ``with computation(P), interval(...)`` and the nested form; compi
 from __future__ import annotations
 
 import ast
-import dataclasses
 from types import FunctionType
 
 import numpy as np
 
 from .. import dtypes as dtypes_mod
 from ..errors import Location, StencilSyntaxError, StencilTypeError
-from ..gtscript import Policy
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import walk
-from . import temporaries
+from . import dsl, temporaries
 from .computation_translate import ComputationTranslator, Context
-from .source import SourceFunction, closure_namespace, parse_function
+from .dsl import Policy
+from .source import SourceFunction, closure_namespace, dsl_source, parse_function
 from .translate import assigned_names
 
 
@@ -42,28 +41,17 @@ def is_computation(func: object) -> bool:
     return has_with and not has_return
 
 
-def dsl_source(func: FunctionType, stencil: str | None = None) -> SourceFunction:
-    """``func``'s source, its free names resolved with the gtscript names underneath its own
-    scope (as in GT4Py, a definition need not import ``computation``, ``sqrt``, ...)."""
-    from .. import gtscript
-
-    src = parse_function(func)
-    return dataclasses.replace(src, namespace={**gtscript.vocabulary(), **src.namespace})
-
-
 def _annotation(func: FunctionType, param: str, raw: object, names: dict[str, object],
                 name: str, loc: Location) -> object:
     """A parameter's annotation as an object; strings (``from __future__ import
     annotations``, symbolic dtypes) are evaluated with the gtscript names available, and
     ``names`` (the externals and ``dtypes=``: ``Field[dtype]`` may name a dtype given
     there) under the function's own scope."""
-    from .. import gtscript
-
     if not isinstance(raw, str):
         return raw
     if raw in names:
         return raw
-    scope = {**gtscript.vocabulary(), "np": np, "numpy": np, **names,
+    scope = {**dsl.vocabulary(), "np": np, "numpy": np, **names,
              **closure_namespace(func)}
     try:
         return eval(raw, scope)  # noqa: S307 (the user's own annotation text)
@@ -219,6 +207,9 @@ def _is_call_of(tr: ComputationTranslator, node: ast.expr, name: str) -> bool:
     if not isinstance(node, ast.Call):
         return False
     f = tr.resolve_global(node.func)
+    if f is not None and f is getattr(dsl, name, None):  # ours
+        return True
+    # GT4Py's own (gt4py.cartesian.gtscript), for definitions written against it
     return getattr(f, "__name__", "") == name and getattr(f, "__module__", "").endswith("gtscript")
 
 

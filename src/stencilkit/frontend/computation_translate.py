@@ -24,11 +24,11 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import StencilSyntaxError, did_you_mean
-from ..gtscript import DSL_NAMES, round_away_from_zero, vocabulary
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir.core import rewrite, walk
 from . import axes, functions, inlining, regions
+from .dsl import DSL_NAMES, round_away_from_zero, vocabulary
 from .inlining import is_helper
 from .source import SourceFunction
 from .static import (

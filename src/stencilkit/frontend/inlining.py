@@ -12,9 +12,10 @@ import ast
 from types import FunctionType
 from typing import TYPE_CHECKING
 
-from ..gtscript import GTFunction
 from ..ir import definition as d
 from . import temporaries
+from .dsl import GTFunction
+from .source import dsl_source
 from .static import has_nested_return, return_shape, single_exit
 from .translate import assigned_names
 
@@ -39,8 +40,6 @@ def inline(tr: ComputationTranslator, helper: object,
            call: ast.Call) -> d.Expr | tuple[d.Expr, ...]:
     """Inline a helper call: its statements go to ``tr.pending``; the result is the
     returned expression (or tuple of expressions)."""
-    from .computation import dsl_source
-
     func = _helper_function(helper)
     if tr.depth >= _MAX_INLINE_DEPTH:
         raise tr.error(call, f"helper '{func.__name__}' is inlined more than "

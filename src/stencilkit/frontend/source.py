@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import dataclasses
 import functools
 import inspect
 import sys
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from types import CodeType, FunctionType
 
 from ..errors import Location, StencilSyntaxError
+from . import dsl
 
 
 @dataclass(frozen=True)
@@ -187,3 +189,10 @@ def _parse_fragment(text: str, name: str) -> tuple[ast.Module, int]:
 def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
     node.decorator_list = []
     return node
+
+
+def dsl_source(func: FunctionType, stencil: str | None = None) -> SourceFunction:
+    """``func``'s source, its free names resolved with the gtscript names underneath its own
+    scope (as in GT4Py, a definition need not import ``computation``, ``sqrt``, ...)."""
+    src = parse_function(func)
+    return dataclasses.replace(src, namespace={**dsl.vocabulary(), **src.namespace})

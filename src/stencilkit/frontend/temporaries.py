@@ -21,8 +21,8 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import StencilTypeError
-from ..gtscript import Axis, FieldType
 from ..ir import computation as c
+from .dsl import Axis, FieldType
 from .static import NotStatic, holds_runtime, static_value
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copyreg
 import hashlib
 import importlib
 import linecache
@@ -28,6 +29,7 @@ from collections import OrderedDict
 from types import CodeType, FunctionType, ModuleType
 
 from ..errors import Location, StencilError
+from ..frontend.dsl import GTFunction
 
 _PROTOCOL = 5
 _LOCK = threading.Lock()
@@ -255,10 +257,15 @@ def rebuild_computation(key: str, func: FunctionType, options: dict, name: str):
     return _OBJECTS.remember(key, comp)
 
 
-def reduce_gtfunction(helper) -> tuple:
-    from ..gtscript import GTFunction
-
+def reduce_gtfunction(helper: GTFunction) -> tuple:
+    """How a ``gtscript.function`` helper pickles: by source, as the stencils that call it."""
     return (GTFunction, (_Rebuilt(*function_payload(helper.func)),))
+
+
+# Registered here, not as GTFunction.__reduce__: the vocabulary is a leaf under the frontend
+# and imports no adapter (the package's __init__ imports this module, so the entry is there
+# before anything pickles)
+copyreg.pickle(GTFunction, reduce_gtfunction)
 
 
 def reduce_kernel(kern) -> tuple:

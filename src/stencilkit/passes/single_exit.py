@@ -14,10 +14,7 @@ from .. import dtypes
 from ..errors import StencilSyntaxError, StencilTypeError
 from ..ir import definition as d
 from ..ir.core import walk
-
-# Not Python identifiers, so that no variable of the user's kernel can be one of them.
-RESULT = "@result"
-DONE = "@done"
+from ..ir.definition import DONE, RESULT
 
 
 def _has_return(stmts: tuple[d.Stmt, ...]) -> bool:

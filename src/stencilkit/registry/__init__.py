@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from .. import config
 from ..config import current
 from ..errors import BackendError
 from . import c, cuda, numba, numpy, opencl
@@ -77,6 +78,9 @@ def gt4py_names() -> dict[str, str]:
         out[name] = name
         out.update((alias, name) for alias in b.gt4py_names)
     return out
+
+
+config.set_backend_names(gt4py_names)  # what configure(backend=...) checks names against
 
 
 def exporter() -> str:

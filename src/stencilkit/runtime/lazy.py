@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import config
+
 _queue: list[Callable[[], None]] = []
 _running = False
 
@@ -28,3 +30,12 @@ def flush() -> None:
             _queue.pop(0)()
     finally:
         _running = False
+
+
+def _flush_when_lazy_ends(previous: config.Config, new: config.Config) -> None:
+    if previous.lazy and not new.lazy:  # what was queued runs now, as without lazy evaluation
+        flush()
+
+
+# the configuration imports no runtime module: the queue subscribes to its changes
+config.on_change(_flush_when_lazy_ends)
