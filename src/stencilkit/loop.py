@@ -23,12 +23,13 @@ from .analysis.typing import ArgType, type_point_kernel
 from .config import current
 from .errors import ArgumentError, StencilError, StencilTypeError, at_call
 from .ir import definition as d
+from .ir.abi import ArgKind, Device, LoopArgumentValues, ParLoopCall, RaceMode
 from .ir.core import walk
-from .parloop import READ, Arg, Kernel, Set, check_args
+from .parloop import MAX, MIN, READ, RW, Arg, Kernel, MapEntry, Set, check_args
+from .parloop_checks import check_objects
 from .passes import lower_parloop as lpl
 from .registry import Backend
 from .runtime import lazy
-from .runtime.parloop_args import check_objects
 
 # The schedulers' helpers, where the tests and the benchmarks have always found them
 from .runtime.parloop_blocks import BLOCK, block_coloring, even_blocks  # noqa: F401
@@ -40,12 +41,12 @@ def _specs(args: tuple[Arg, ...]) -> tuple[lpl.ArgSpec, ...]:
     for a in args:
         arity = 0
         entry = 0
-        if a.kind == "indirect":
+        if a.kind is ArgKind.INDIRECT:
             arity = a.path.arity  # type: ignore[union-attr]
-        elif a.kind == "entry":
+        elif a.kind is ArgKind.ENTRY:
             arity, entry = a.path.map.arity, a.path.index  # type: ignore[union-attr]
         index = a.map.values.dtype if a.map is not None else np.dtype(np.int32)
-        out.append(lpl.ArgSpec(a.kind, a.mode.value, a.obj.dtype, a.obj.dim, a.local_shape,
+        out.append(lpl.ArgSpec(a.kind, a.mode, a.obj.dtype, a.obj.dim, a.local_shape,
                                arity, entry, index))
     return tuple(out)
 
@@ -62,7 +63,7 @@ def _truncates(store: d.Store, explicit: set[int], target: np.dtype) -> bool:
             and v.value.dtype is not None and v.value.dtype.kind in "fc")
 
 
-RACE_MODES = ("auto", "color", "atomic")
+RACE_MODES = ("auto", RaceMode.COLOUR.value, RaceMode.ATOMIC.value)
 
 
 class ParLoop:
@@ -143,8 +144,8 @@ class ParLoop:
 
     # ------------------------------------------------------------ code
 
-    def race_mode(self) -> str:
-        """How shared targets are protected: "none" (no shared write), "color" or "atomic"."""
+    def race_mode(self) -> RaceMode:
+        """How shared targets are protected: none (no shared write), colouring or atomics."""
         race = self.race or current().race
         if race not in RACE_MODES:
             raise ArgumentError(f"race mode {race!r} (sk.configure or STENCILKIT_RACE) is not "
@@ -152,11 +153,11 @@ class ParLoop:
                                 hint="race='color' or race='atomic'")
         shared = [s for s in self.specs if s.writes_shared]
         if not shared:
-            return "none"
-        if any(s.mode in ("RW", "MIN", "MAX") and s.kind != "mat" for s in shared) or any(
+            return RaceMode.NONE
+        if any(s.mode in (RW, MIN, MAX) and s.kind is not ArgKind.MAT for s in shared) or any(
                 s.dtype.kind == "c" for s in shared):
-            return "color"
-        return "atomic" if race == "atomic" else "color"
+            return RaceMode.COLOUR
+        return RaceMode.ATOMIC if race == RaceMode.ATOMIC else RaceMode.COLOUR
 
     def _key(self, backend: Backend) -> tuple:
         return (backend.name, self.kernel.name, self.kernel.code or self.kernel.func,
@@ -185,7 +186,7 @@ class ParLoop:
                                f"({', '.join(map(repr, able))}), not {backend.name!r}",
                                stencil=name, hint=f"use backend={able[0]!r} or write the "
                                                   "kernel in Python")
-        atomic = self.race_mode() == "atomic"
+        atomic = self.race_mode() is RaceMode.ATOMIC
         with config.building(self.kernel.fast_math):
             return backend.build_parloop(name, self._typed, self.specs, self._src,
                                          self.kernel.code, atomic)
@@ -195,7 +196,7 @@ class ParLoop:
     def _details(self) -> dict[str, object]:
         return {"over": f"Set({self.iterset.size})",
                 "args": ", ".join(f"{a.obj.name}({a.mode.value}"
-                                  + (", map" if a.kind != "direct" else "") + ")"
+                                  + (", map" if a.kind is not ArgKind.DIRECT else "") + ")"
                                   for a in self.args)}
 
     def __repr__(self) -> str:
@@ -216,18 +217,35 @@ class ParLoop:
             lazy.flush()
             chosen = registry.resolve(self.backend, self.kernel.name)
             _, fn = self._built(chosen.name)
-            check_objects(self, chosen.capabilities.device == "gpu")  # type: ignore[union-attr]
-            chosen.launcher("parloop")(self, fn)
+            check_objects(self, chosen.capabilities.device is Device.GPU)  # type: ignore
+            chosen.launcher("parloop")(self.bind(), fn)
         except StencilError as exc:
             raise at_call(exc, sys._getframe(1)) from exc.__cause__
 
-    def check_status(self, status: int) -> None:
-        """The error for a non-zero status of the generated loop (launchers call this)."""
-        if status:
-            raise ArgumentError("the kernel indexed a local array out of range at run time "
-                                "(nothing outside the data was touched)",
-                                stencil=self.kernel.name, loc=self.loc,
-                                hint="check the indices against the map arity and dim")
+    def bind(self) -> ParLoopCall:
+        """This run's values (arrays, maps, the set's size, the race mode), as the launchers
+        take them: they see no ParLoop, Dat or Map."""
+        return ParLoopCall(self.kernel.name, self.loc, self.iterset.size, self.race_mode(),
+                           tuple(_values(a) for a in self.args))
+
+
+def _values(a: Arg) -> LoopArgumentValues:
+    """One argument's values: its array; the map the loop function takes (a Mat: its local
+    map into the CSR values); and what its elements write through, for colouring (a Mat: its
+    row map, whose colourings it shares)."""
+    if a.kind is ArgKind.MAT:
+        rowmap = a.path[0]  # type: ignore[index]
+        return LoopArgumentValues(a.kind, a.mode, a.obj._data, a.local_shape, a.obj.dim,
+                                  a.obj.sparsity.lmap, None,  # type: ignore[union-attr]
+                                  rowmap.values, rowmap.version, rowmap.to_set.size,
+                                  rowmap._colorings)
+    m = a.map
+    if m is None:
+        return LoopArgumentValues(a.kind, a.mode, a.obj._data, a.local_shape, a.obj.dim)
+    entry = a.path.index if isinstance(a.path, MapEntry) else None
+    return LoopArgumentValues(a.kind, a.mode, a.obj._data, a.local_shape, a.obj.dim,
+                              m.values, entry, m.values if entry is None else m.values[:, [entry]],
+                              m.version, m.to_set.size, m._colorings)
 
 
 _GENERATED: dict[tuple, tuple[str, object]] = {}

@@ -15,6 +15,7 @@ from string import Template
 import numpy as np
 
 from .. import dtypes
+from ..ir import abi
 from ..ir import kernel as k
 from .cfamily import CFamilyPrinter, ctype, type_suffix
 
@@ -381,19 +382,8 @@ def header_comment(kernel: k.KernelFunction) -> str:
                           *[(" * " + line).rstrip() for line in kernel.doc.splitlines()[1:]],
                           " */"])
     lines = [f"/* {kernel.doc}", " *", " * Calling convention (all strides in elements):"]
-    for p in kernel.params:
-        role = "?"
-        for prop in p.properties:
-            match prop:
-                case k.BasePointer(buffer=b):
-                    role = f"pointer to element [0, ...] of array '{b}'"
-                case k.ShapeOf(buffer=b, dim=dim):
-                    role = f"extent of array '{b}' in dimension {dim}"
-                case k.StrideOf(buffer=b, dim=dim):
-                    role = f"stride of array '{b}' in dimension {dim}"
-                case k.ScalarArgument(name=n):
-                    role = f"scalar '{n}'"
-        lines.append(f" *   {p.name:<16} {role}")
+    for p in abi.describe(kernel, abi.Kind.POINT).parameters:
+        lines.append(f" *   {p.name:<16} {abi.explain(p)}")
     lines += [" * Strides of the last dimension that are not parameters are 1.",
               " * Returns 0, or 1 when a run-time relative index left the neighbourhood,",
               " * 2 when an absolute index was out of range (the element read as 0),",
@@ -572,7 +562,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
                 case k.StrideOf(buffer=b, dim=dim):
                     i = by_buffer[b]
                     call_args.append(f"(int64_t)(v{i}->strides[{dim}] / {args[i].dtype.itemsize})")
-                case k.ScalarArgument(name=nm):
+                case k.ScalarArgument(key=nm):
                     call_args.append(f"s{by_buffer[nm]}")
     lines += ["    int status;", "    Py_BEGIN_ALLOW_THREADS",
               f"    status = {kernel.name}({', '.join(call_args)});", "    Py_END_ALLOW_THREADS",

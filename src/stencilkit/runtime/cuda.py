@@ -193,7 +193,7 @@ def bind(params: Sequence[k.Symbol], names: Sequence[str], args: Sequence[object
                 case k.StrideOf(buffer=b, dim=dim):
                     a = by_name[b]
                     env[p.name] = int(a.strides[dim]) // a.itemsize  # type: ignore[attr-defined]
-                case k.ScalarArgument(name=n):
+                case k.ScalarArgument(key=n):
                     env[p.name] = by_name[n]
     return env
 
