@@ -466,12 +466,14 @@ WRAPPER_VERSION = "point-wrapper-5"
 class WrapperArg:
     """One Python-level argument of the entry point."""
 
-    name: str
+    name: k.ArgumentKey  # an array's or a scalar's name, or what a generated scalar is
     dtype: np.dtype
     ndim: int  # 0 for scalars
     writable: bool = False
     unit_stride: bool = False
-    role: str = "relative"  # "first" | "relative" | "standard" | "out" | "scalar"
+    # PRIMARY_INPUT (the shape every other array is checked against), RELATIVE_INPUT,
+    # STANDARD_INPUT, OUTPUT, SCALAR, FIELD
+    role: abi.Role = abi.Role.RELATIVE_INPUT
 
 
 def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], module: str,
@@ -502,7 +504,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
              f"    Py_buffer views[{max(1, n)}];", "    int nviews = 0;",
              f"    if (nargs != {n}) {{ PyErr_SetString(PyExc_TypeError, "
              f"\"{stencil}: expected {n} arguments\"); return NULL; }}"]
-    first = next((i for i, a in enumerate(args) if a.role == "first"), 0)
+    first = next((i for i, a in enumerate(args) if a.role is abi.Role.PRIMARY_INPUT), 0)
     for i, a in enumerate(args):
         if a.ndim == 0:
             lines += _scalar_conversion(i, a)
@@ -530,17 +532,17 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
         lines.append(f"    if (!({cond})) return sk_fail(views, nviews, \"{stencil}: {message}\");")
     fview = f"v{first}"
     for i, a in enumerate(args):
-        if a.role == "relative":
+        if a.role is abi.Role.RELATIVE_INPUT:
             lines.append(f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->shape[d] < "
                          f"{fview}->shape[d]) return sk_fail(views, nviews, \"{stencil}: "
                          f"secondary array '{a.name}' is smaller than the first argument\");")
-        if a.role == "out":
+        if a.role is abi.Role.OUTPUT:
             lines.append(f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->shape[d] != "
                          f"{fview}->shape[d]) return sk_fail(views, nviews, \"{stencil}: "
                          f"'out' must have the shape of the first argument\");")
     # An input whose memory range meets the output's: status 3, the caller copies and retries.
     arrays = [i for i, a in enumerate(args) if a.ndim > 0]
-    out_i = next((i for i, a in enumerate(args) if a.role == "out"), None)
+    out_i = next((i for i, a in enumerate(args) if a.role is abi.Role.OUTPUT), None)
     if out_i is not None:
         lines.append(f"    char *sk_lo[{len(args)}], *sk_hi[{len(args)}];")
         for i in arrays:
