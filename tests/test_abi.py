@@ -348,3 +348,25 @@ def test_generated_argument_keys_are_never_names():
         Role.BLOCK_COUNT, Role.ORIGIN, Role.DOMAIN_EXTENT, Role.BORDER_FILL, Role.CVAL)]
     assert generated and all(not isinstance(p.key, str) for p in generated)
     assert dataclasses.is_dataclass(generated[0].key)
+
+
+def test_a_loop_binds_new_map_values_and_race_modes(backend):
+    """A ParLoop keeps its bound call between runs: new values of a map, or another race
+    mode, give a new one (the old one would scatter through the old targets)."""
+    cells, nodes, m = _mesh(50, 20)
+    v, acc = sk.Dat(cells, data=np.arange(50.0)), sk.Dat(nodes)
+    loop = sk.ParLoop(spread, cells, v(sk.READ), acc(sk.INC, m), backend=backend)
+    loop.compute()
+    first = loop.bind()
+    assert loop.bind() is first
+    targets = (m.values + 1) % 20
+    m.values = targets
+    acc.data = np.zeros(20)
+    loop.compute()
+    assert loop.bind() is not first and loop.bind().arguments[1].map_values is m.values
+    expect = np.zeros(20)
+    np.add.at(expect, targets.ravel(), np.repeat(np.arange(50.0), 3))
+    np.testing.assert_allclose(acc.data, expect)
+    with sk.configure(race="atomic"):
+        assert loop.bind().race is RaceMode.ATOMIC
+    assert loop.bind().race is RaceMode.COLOUR

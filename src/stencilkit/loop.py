@@ -89,6 +89,17 @@ class ParLoop:
         self.backend = backend or kernel.backend
         self.race = race
         self.specs = _specs(self.args)
+        shared = [s for s in self.specs if s.writes_shared]
+        # what the race mode depends on besides the configured one: fixed by the arguments
+        self._race_fixed: RaceMode | None = RaceMode.NONE if not shared else (
+            RaceMode.COLOUR if any(s.mode in (RW, MIN, MAX) and s.kind is not ArgKind.MAT
+                                   for s in shared) or any(s.dtype.kind == "c" for s in shared)
+            else None)
+        # the maps whose values a bound call holds (a Mat: its row map): new values, a new
+        # binding
+        self._maps = tuple(a.path[0] if a.kind is ArgKind.MAT else a.map  # type: ignore
+                           for a in self.args if a.kind.shares_targets)
+        self._bound: tuple[tuple, ParLoopCall] | None = None
         self.loc = None
         self._src = None  # the kernel's source, when written in Python
         self._typed = self._analyse() if kernel.func is not None else None
@@ -151,12 +162,8 @@ class ParLoop:
             raise ArgumentError(f"race mode {race!r} (sk.configure or STENCILKIT_RACE) is not "
                                 f"one of {RACE_MODES}", stencil=self.kernel.name,
                                 hint="race='color' or race='atomic'")
-        shared = [s for s in self.specs if s.writes_shared]
-        if not shared:
-            return RaceMode.NONE
-        if any(s.mode in (RW, MIN, MAX) and s.kind is not ArgKind.MAT for s in shared) or any(
-                s.dtype.kind == "c" for s in shared):
-            return RaceMode.COLOUR
+        if self._race_fixed is not None:
+            return self._race_fixed
         return RaceMode.ATOMIC if race == RaceMode.ATOMIC else RaceMode.COLOUR
 
     def _key(self, backend: Backend) -> tuple:
@@ -224,9 +231,14 @@ class ParLoop:
 
     def bind(self) -> ParLoopCall:
         """This run's values (arrays, maps, the set's size, the race mode), as the launchers
-        take them: they see no ParLoop, Dat or Map."""
-        return ParLoopCall(self.kernel.name, self.loc, self.iterset.size, self.race_mode(),
-                           tuple(_values(a) for a in self.args))
+        take them: they see no ParLoop, Dat or Map. The same call while the race mode and
+        the maps' values are (a Dat's array is its own for life: assignments copy into it)."""
+        race = self.race_mode()
+        key = (race, *(m.version for m in self._maps))
+        if self._bound is None or self._bound[0] != key:
+            self._bound = key, ParLoopCall(self.kernel.name, self.loc, self.iterset.size, race,
+                                           tuple(_values(a) for a in self.args))
+        return self._bound[1]
 
 
 def _values(a: Arg) -> LoopArgumentValues:

@@ -13,6 +13,7 @@ loop only if all of them READ it, as in PyOP2.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 from dataclasses import dataclass
@@ -402,7 +403,7 @@ class Arg:
     mode: Access
     path: Map | MapEntry | tuple[Map, Map] | None
 
-    @property
+    @functools.cached_property  # read on every run: the object and path never change
     def kind(self) -> ArgKind:
         if isinstance(self.obj, Global):
             return ArgKind.GLOBAL
@@ -422,7 +423,7 @@ class Arg:
             return self.path.map
         return None
 
-    @property
+    @functools.cached_property
     def local_shape(self) -> tuple[int, ...]:
         """The shape of the argument as the kernel sees it for one element."""
         if self.kind is ArgKind.MAT:
