@@ -22,6 +22,7 @@ import pytest
 
 import stencilkit as sk
 from stencilkit.analysis.typing import ArgType
+from stencilkit.codegen import c as cgen
 from stencilkit.ir import abi
 from stencilkit.ir import kernel as k
 from stencilkit.ir.abi import Access, ArgKind, Kind, RaceMode, Role
@@ -69,9 +70,26 @@ def test_point_kernel_description():
     shapes = [(p.key, p.dim) for p in desc.with_role(Role.SHAPE)]
     assert ("a", 0) in shapes and ("a", 1) in shapes
     assert all(C_IDENTIFIER.match(p.name) for p in desc.parameters)
-    # a run-time relative index is clamped and reported: the description says so
-    assert [s.code for s in desc.statuses] == [] or all(
-        s.code in (k.STATUS_OFFSET, k.STATUS_INDEX) for s in desc.statuses)
+    # w[1] is checked at run time (w's length is not known): its status is the only one
+    assert [s.code for s in desc.statuses] == [k.STATUS_INDEX]
+    assert abi.describe(kf) == desc  # the kind, from the parameters: no block list, no origin
+    header = cgen.header_comment(kf)
+    assert "  2: an absolute index was out of range" in header
+    assert "cval: the value outside the array" in header and "@" not in header
+
+
+def shifted(a, n):
+    return a[0, n]
+
+
+def test_a_run_time_offset_reports_its_status():
+    st = sk.stencil(shifted, neighborhood=((0, 0), (-1, 1)), backend="numpy")
+    kernel, src = st._parse()
+    typed = pipeline.analyse(kernel, (ArgType(F64, 2), ArgType(np.dtype(np.int64), 0)),
+                             st.neighborhood)
+    kf = pipeline.lower(typed, Layout((True, False), True), src.line_text, "t.py", F64,
+                        "constant")
+    assert [s.code for s in abi.describe(kf).statuses] == [k.STATUS_OFFSET]
 
 
 def diffuse(inp: sk.Field[float], out: sk.Field[float], alpha: float):
@@ -86,7 +104,8 @@ def test_computation_description():
     layout = {f.name: len(f.axes) - 1 for f in plan.definition.fields}
     layout.update({t: 2 for t, _ in plan.definition.temporaries})
     lowering = ComputationLowering(plan.definition, plan.schedule, layout, st.source)
-    desc = abi.describe(lowering.lower_all(), Kind.COMPUTATION)
+    desc = abi.describe(lowering.lower_all())
+    assert desc.kind is Kind.COMPUTATION
     arrays = {p.key: p.role for p in desc.parameters if p.pointer}
     assert arrays["inp"] is Role.FIELD and arrays["out"] is Role.FIELD
     assert set(arrays.values()) <= {Role.FIELD, Role.TEMPORARY}
@@ -114,8 +133,8 @@ SPECS = (lpl.ArgSpec(ArgKind.DIRECT, Access.WRITE, F64, 1, (1,)),
 def test_parloop_description(atomic):
     kf = lpl.LoopLowering("sk_parloop_t", "t", "sk_t_kernel", SPECS, atomic, True).lower()
     race = RaceMode.ATOMIC if atomic else RaceMode.COLOUR
-    desc = abi.describe(kf, Kind.PARLOOP, race=race, modes=[s.mode for s in SPECS])
-    assert desc.race is race
+    desc = abi.describe(kf, race=race, modes=[s.mode for s in SPECS])
+    assert desc.race is race and desc.kind is Kind.PARLOOP
     assert [(p.name, p.role) for p in desc.parameters[:2]] == [
         ("nblocks", Role.BLOCK_COUNT), ("blocks", Role.BLOCK_LIST)]
     data = desc.with_role(Role.LOOP_DATA)

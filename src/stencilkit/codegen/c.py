@@ -382,13 +382,12 @@ def header_comment(kernel: k.KernelFunction) -> str:
                           *[(" * " + line).rstrip() for line in kernel.doc.splitlines()[1:]],
                           " */"])
     lines = [f"/* {kernel.doc}", " *", " * Calling convention (all strides in elements):"]
-    for p in abi.describe(kernel, abi.Kind.POINT).parameters:
+    for p in abi.describe(kernel).parameters:
         lines.append(f" *   {p.name:<16} {abi.explain(p)}")
     lines += [" * Strides of the last dimension that are not parameters are 1.",
-              " * Returns 0, or 1 when a run-time relative index left the neighbourhood,",
-              " * 2 when an absolute index was out of range (the element read as 0),",
-              " * 4 when a range() step was 0 (the loop did not run).",
-              " * (The Python entry point returns 3, without running, when out overlaps an input.) */"]
+              " * Returns a status (3 only from the Python entry point):",
+              *[f" *   {line}" for line in abi.status_lines()]]
+    lines[-1] += " */"
     return "\n".join(lines)
 
 
@@ -551,7 +550,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
         if out_i is not None and i != out_i:
             lines.append(f"    if (sk_lo[{i}] < sk_hi[{out_i}] && sk_lo[{out_i}] < sk_hi[{i}]) {{ "
                          "for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]); "
-                         "return PyLong_FromLong(3); }")
+                         f"return PyLong_FromLong({abi.STATUS_OVERLAP.code}); }}")
     by_buffer = {a.name: i for i, a in enumerate(args)}
     call_args = []
     for p in kernel.params:

@@ -125,14 +125,16 @@ class StatusCode:
     meaning: str
 
 
-# What a generated function's status word means (0: success); the codes are bits, so that a
-# run that met several conditions reports each
+# What a generated function's status means (0: success); a run that met several conditions
+# returns one of their codes (the last one set, ir/kernel.py's error channel)
 STATUSES = (
     StatusCode(k.STATUS_OFFSET, "a run-time relative index left the neighbourhood (clamped)"),
     StatusCode(k.STATUS_INDEX, "an absolute index was out of range (the element read as 0)"),
     StatusCode(k.STATUS_RANGE_STEP, "a range() step was 0 (the loop did not run)"),
     StatusCode(k.STATUS_MEMORY, "a local array too large for the stack could not be "
                                 "allocated (the work was skipped)"))
+# the run-time index checks (runtime helper ``Op``s) report through the status too
+REPORTING_OPS = {"checked_offset": k.STATUS_OFFSET, "wrap_index": k.STATUS_INDEX}
 STATUS_OVERLAP = StatusCode(3, "the output overlaps an input (the CPython entry's, before "
                                "running: the caller copies and calls again)")
 
@@ -191,12 +193,17 @@ class LaunchDescription:
                     if p.key == key and p.role not in (Role.SHAPE, Role.STRIDE))
 
 
-def describe(kf: k.KernelFunction, kind: Kind, *, device: Device = Device.CPU,
+def describe(kf: k.KernelFunction, kind: Kind | None = None, *, device: Device = Device.CPU,
              race: RaceMode = RaceMode.NONE, modes: Sequence[Access] = (),
              primary: str | None = None) -> LaunchDescription:
-    """The launch description of ``kf`` (lowered, before or after its platform: the
-    parameters are the same). ``modes``: a ParLoop's access modes, by argument; ``primary``:
-    a point kernel's first argument (default: the first array that is not its output)."""
+    """The launch description of ``kf``, a lowered kernel function. Its parameters are the
+    same before and after its platform; the status codes are read from its ``SetError``
+    nodes (which the platform lowers: describe it before) and its index checks. ``kind``: default, what its
+    parameters say (a block list: a ParLoop's; an origin or a domain extent: a
+    computation's; else a point kernel's). ``modes``: a ParLoop's access modes, by
+    argument; ``primary``: a point kernel's first argument (default: the first array that
+    is not its output)."""
+    kind = infer_kind(kf) if kind is None else kind
     buffers = {b.name: b for b in kf.buffers}
     if kind is Kind.POINT and primary is None:
         primary = next((p.get(k.BasePointer).buffer for p in kf.params  # type: ignore[union-attr]
@@ -204,9 +211,26 @@ def describe(kf: k.KernelFunction, kind: Kind, *, device: Device = Device.CPU,
     params = []
     for p in kf.params:
         params.append(_parameter(p, kind, buffers, modes, primary))
-    codes = {n.code for n in walk(kf) if isinstance(n, k.SetError)}
+    codes = {n.code for n in walk(kf) if isinstance(n, k.SetError)} | {
+        REPORTING_OPS[n.op] for n in walk(kf) if isinstance(n, k.Op) and n.op in REPORTING_OPS}
     statuses = tuple(s for s in STATUSES if s.code in codes)
     return LaunchDescription(kind, kf.name, tuple(params), device, race, statuses)
+
+
+def infer_kind(kf: k.KernelFunction) -> Kind:
+    """What ``kf`` was lowered from, as its parameters' properties say."""
+    props = [q for p in kf.params for q in p.properties]
+    if any(isinstance(q, k.BlockList) for q in props):
+        return Kind.PARLOOP
+    if any(isinstance(q, k.ScalarArgument) and isinstance(q.key, (k.OriginOf, k.DomainExtent))
+           for q in props):
+        return Kind.COMPUTATION
+    return Kind.POINT
+
+
+def status_lines() -> tuple[str, ...]:
+    """What a generated function's status means, one line per code (its header's)."""
+    return ("0: success", *(f"{s.code}: {s.meaning}" for s in (*STATUSES, STATUS_OVERLAP)))
 
 
 def _parameter(p: k.Symbol, kind: Kind, buffers: dict[str, k.Buffer],
