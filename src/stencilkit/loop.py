@@ -25,7 +25,7 @@ from .errors import ArgumentError, StencilError, StencilTypeError, at_call
 from .ir import definition as d
 from .ir.abi import ArgKind, Device, LoopArgumentValues, ParLoopCall, RaceMode
 from .ir.core import walk
-from .parloop import MAX, MIN, READ, RW, Arg, Kernel, MapEntry, Set, check_args
+from .parloop import MAX, MIN, READ, RW, Arg, Kernel, Map, MapEntry, Set, check_args
 from .parloop_checks import check_objects
 from .passes import lower_parloop as lpl
 from .registry import Backend
@@ -97,8 +97,8 @@ class ParLoop:
             else None)
         # the maps whose values a bound call holds (a Mat: its row map): new values, a new
         # binding
-        self._maps = tuple(a.path[0] if a.kind is ArgKind.MAT else a.map  # type: ignore
-                           for a in self.args if a.kind.shares_targets)
+        self._maps: tuple[Map, ...] = tuple(_written_map(a) for a in self.args
+                                            if a.kind.shares_targets)
         self._bound: tuple[tuple, ParLoopCall] | None = None
         self.loc = None
         self._src = None  # the kernel's source, when written in Python
@@ -241,12 +241,19 @@ class ParLoop:
         return self._bound[1]
 
 
+def _written_map(a: Arg) -> Map:
+    """The map an argument that shares targets writes through (a Mat: its row map)."""
+    m = a.path[0] if isinstance(a.path, tuple) else a.map
+    assert m is not None
+    return m
+
+
 def _values(a: Arg) -> LoopArgumentValues:
     """One argument's values: its array; the map the loop function takes (a Mat: its local
     map into the CSR values); and what its elements write through, for colouring (a Mat: its
     row map, whose colourings it shares)."""
     if a.kind is ArgKind.MAT:
-        rowmap = a.path[0]  # type: ignore[index]
+        rowmap = _written_map(a)
         return LoopArgumentValues(a.kind, a.mode, a.obj._data, a.local_shape, a.obj.dim,
                                   a.obj.sparsity.lmap, None,  # type: ignore[union-attr]
                                   rowmap.values, rowmap.version, rowmap.to_set.size,

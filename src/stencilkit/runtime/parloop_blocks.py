@@ -57,10 +57,10 @@ def check_status(call: ParLoopCall, status: int) -> None:
                             hint="check the indices against the map arity and dim")
 
 
-def loop_arrays(call: ParLoopCall) -> list[object]:
+def loop_arrays(call: ParLoopCall) -> list[np.ndarray]:
     """The arrays a compiled ParLoop entry point takes after the blocks, in order: each
     argument's data, then its map's values (indirect) or its local map (a Mat)."""
-    arrays: list[object] = []
+    arrays: list[np.ndarray] = []
     for a in call.arguments:
         arrays.append(a.data)
         if a.map_values is not None:
