@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import BackendError
+from ..ir.kernel import ArgumentKey
 from ..passes import pipeline
 from ..passes.lower_point import Layout
 from ..passes.platforms import opencl as platform
@@ -93,7 +94,7 @@ def build_computation(defn, sched, src, fields):
                 t = temps[n]
                 buf = staging.buffer(rt, ("temporary", n), t.nbytes)
                 views[n] = ocl.DeviceView(buf, t.shape, ocl.element_strides(t))
-        scalars: dict[str, object] = {}
+        scalars: dict[ArgumentKey, object] = {}
         for n in buffers:
             for a in lowering.axes[n]:
                 scalars[origin_key(n, a)] = geo.origins[n][AXES.index(a)]

@@ -42,6 +42,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -175,6 +176,9 @@ Property = (BasePointer | ShapeOf | StrideOf | ScalarArgument | Restrict | Align
             | Output | StandardIndexed | Temporary | BlockList | LoopArgument)
 
 
+P = TypeVar("P")
+
+
 @dataclass(frozen=True, slots=True)
 class Symbol:
     name: str
@@ -185,7 +189,7 @@ class Symbol:
     def has(self, kind: type) -> bool:
         return any(isinstance(p, kind) for p in self.properties)
 
-    def get(self, kind: type) -> Property | None:
+    def get(self, kind: type[P]) -> P | None:
         return next((p for p in self.properties if isinstance(p, kind)), None)
 
 

@@ -614,8 +614,9 @@ class ComputationLowering(PointLowering):
             else:
                 sections.append(self.multistage(*group[0]))
         sections = tuple(sections)
-        order = [*self.buffers, *[origin_key(n, a) for n in self.origins for a in self.axes[n]],
-                 *[s.name for s in self.defn.scalars], *[domain_key(a) for a in AXES]]
+        order: list[k.ArgumentKey] = [
+            *self.buffers, *[origin_key(n, a) for n in self.origins for a in self.axes[n]],
+            *[s.name for s in self.defn.scalars], *[domain_key(a) for a in AXES]]
         params = free_parameters(sections, order)
         return k.KernelFunction(function_name("computation", self.defn.name), params, sections,
                                 tuple(self.buffers.values()),

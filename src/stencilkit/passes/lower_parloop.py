@@ -309,7 +309,7 @@ class LoopLowering:
         over_blocks = k.Loop(b, _c(0), _sym(nblocks), _c(1), (elements,), parallel=k.Parallel(
             reductions=reductions, only_if=several))
         body = pre + (over_blocks,) + after
-        order = [NBLOCKS, BLOCKS]
+        order: list[k.ArgumentKey] = [NBLOCKS, BLOCKS]
         for i in range(len(self.specs)):
             order += [f"a{i}", f"m{i}"]
         return k.KernelFunction(self.name, free_parameters(body, order), body,

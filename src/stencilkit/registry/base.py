@@ -60,7 +60,7 @@ class Capabilities:
 
     kinds: frozenset[str]  # a subset of KINDS
     dtypes: frozenset[np.dtype]  # element types its generated code computes on
-    device: Device  # where its arrays live (given as Device or its value, "cpu" or "gpu")
+    device: Device | str  # where its arrays live: a Device, or its value ("cpu", "gpu")
     #: The generated code is compiled and indexes arrays in elements: an array whose
     #: address or strides are not multiples of its item size runs on an aligned copy.
     compiled: bool = False
