@@ -389,3 +389,9 @@ def test_a_loop_binds_new_map_values_and_race_modes(backend):
     with sk.configure(race="atomic"):
         assert loop.bind().race is RaceMode.ATOMIC
     assert loop.bind().race is RaceMode.COLOUR
+
+
+def test_a_description_names_a_missing_argument():
+    kf = lpl.LoopLowering("sk_parloop_t", "t", "sk_t_kernel", SPECS, False, True).lower()
+    with pytest.raises(KeyError, match="sk_parloop_t has no argument 'cval'"):
+        abi.describe(kf).parameter("cval")

@@ -189,8 +189,10 @@ class LaunchDescription:
 
     def parameter(self, key: k.ArgumentKey) -> Parameter:
         """The base pointer of array ``key``, or the scalar ``key``."""
-        return next(p for p in self.parameters
-                    if p.key == key and p.role not in (Role.SHAPE, Role.STRIDE))
+        for p in self.parameters:
+            if p.key == key and p.role not in (Role.SHAPE, Role.STRIDE):
+                return p
+        raise KeyError(f"{self.function} has no argument {key!r}")
 
 
 def describe(kf: k.KernelFunction, kind: Kind | None = None, *, device: Device = Device.CPU,
