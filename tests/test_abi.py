@@ -266,9 +266,10 @@ USER_MODULES = ("stencilkit.parloop", "stencilkit.stencil", "stencilkit.multista
                 "stencilkit.loop", "stencilkit.gtscript")
 
 
-def _imports(path: pathlib.Path) -> set[str]:
-    """Every module ``path`` imports, at the top or inside a function, absolute."""
-    package = "stencilkit." + ".".join(path.relative_to(SRC).parent.parts)
+def _imports(path: pathlib.Path, root: pathlib.Path = SRC) -> set[str]:
+    """Every module ``path`` (under the package directory ``root``) imports, at the top or
+    inside a function, absolute."""
+    package = "stencilkit." + ".".join(path.relative_to(root).parent.parts)
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -299,12 +300,7 @@ def test_the_import_scan_sees_imports_inside_functions(tmp_path):
     runtime.mkdir(parents=True)
     probe = runtime / "probe.py"
     probe.write_text("def f():\n    from ..parloop import READ\n    from .. import loop\n")
-    global SRC
-    saved, SRC = SRC, tmp_path / "stencilkit"
-    try:
-        assert {"stencilkit.parloop", "stencilkit.loop"} <= _imports(probe)
-    finally:
-        SRC = saved
+    assert {"stencilkit.parloop", "stencilkit.loop"} <= _imports(probe, tmp_path / "stencilkit")
 
 
 # ---------------------------------------------------------------- user names
