@@ -308,12 +308,12 @@ def _arg_specs(draw) -> tuple[lpl.ArgSpec, ...]:
 def test_loop_lowering_follows_the_arguments(specs, atomic, status):
     kf = lpl.LoopLowering("sk_parloop_r", "r", "sk_r_kernel", specs, atomic, status).lower()
     scattered = [i for i, s in enumerate(specs) if s.writes_shared
-                 and s.mode in ("INC", "WRITE", "RW")]
+                 and s.mode.value in ("INC", "WRITE", "RW")]
     expect = sorted(f"a{i}" for i in scattered) if atomic else []
     assert sorted(a.buffer.name for a in _nodes(kf, k.AtomicUpdate)) == expect
     (loop,) = [n for n in _nodes(kf, k.Loop) if n.parallel is not None]
     assert [r.buffer.name for r in loop.parallel.reductions] == [
-        f"r{i}" for i, s in enumerate(specs) if s.kind == "global" and s.mode != "READ"]
+        f"r{i}" for i, s in enumerate(specs) if s.kind == "global" and s.mode.value != "READ"]
     (call,) = _nodes(kf, k.Call)
     assert len(call.args) == len(specs)
     names = ["nblocks", "blocks"]

@@ -215,7 +215,7 @@ def test_coloring_is_not_inherited_by_a_new_map_that_reuses_an_id():
         acc = sk.Dat(nodes)
         loop = sk.ParLoop(spread2, cells, w(sk.READ, keep), v(sk.READ), acc(sk.INC, m),
                           backend="c", race="color")
-        for blocks in coloring(loop):            # no two blocks of a colour share a node
+        for blocks in coloring(loop.bind()):     # no two blocks of a colour share a node
             seen: set[int] = set()
             for s, t in blocks:
                 here = set(targets[s:t].ravel().tolist())

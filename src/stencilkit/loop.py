@@ -23,12 +23,13 @@ from .analysis.typing import ArgType, type_point_kernel
 from .config import RACE_MODES, current
 from .errors import ArgumentError, StencilError, StencilTypeError, at_call
 from .ir import definition as d
+from .ir.abi import ArgKind, Device, LoopArgumentValues, ParLoopCall, RaceMode
 from .ir.core import walk
-from .parloop import READ, Arg, Kernel, Set, check_args
+from .parloop import MAX, MIN, READ, RW, Arg, Kernel, Map, MapEntry, Set, check_args
+from .parloop_checks import check_objects
 from .passes import lower_parloop as lpl
 from .registry import Backend
 from .runtime import lazy
-from .runtime.parloop_args import check_objects
 
 # The schedulers' helpers, where the tests and the benchmarks have always found them
 from .runtime.parloop_blocks import BLOCK, block_coloring, even_blocks  # noqa: F401
@@ -40,12 +41,12 @@ def _specs(args: tuple[Arg, ...]) -> tuple[lpl.ArgSpec, ...]:
     for a in args:
         arity = 0
         entry = 0
-        if a.kind == "indirect":
+        if a.kind is ArgKind.INDIRECT:
             arity = a.path.arity  # type: ignore[union-attr]
-        elif a.kind == "entry":
+        elif a.kind is ArgKind.ENTRY:
             arity, entry = a.path.map.arity, a.path.index  # type: ignore[union-attr]
         index = a.map.values.dtype if a.map is not None else np.dtype(np.int32)
-        out.append(lpl.ArgSpec(a.kind, a.mode.value, a.obj.dtype, a.obj.dim, a.local_shape,
+        out.append(lpl.ArgSpec(a.kind, a.mode, a.obj.dtype, a.obj.dim, a.local_shape,
                                arity, entry, index))
     return tuple(out)
 
@@ -86,6 +87,17 @@ class ParLoop:
         self.backend = backend or kernel.backend
         self.race = race
         self.specs = _specs(self.args)
+        shared = [s for s in self.specs if s.writes_shared]
+        # what the race mode depends on besides the configured one: fixed by the arguments
+        self._race_fixed: RaceMode | None = RaceMode.NONE if not shared else (
+            RaceMode.COLOUR if any(s.mode in (RW, MIN, MAX) and s.kind is not ArgKind.MAT
+                                   for s in shared) or any(s.dtype.kind == "c" for s in shared)
+            else None)
+        # the maps whose values a bound call holds (a Mat: its row map): new values, a new
+        # binding
+        self._maps: tuple[Map, ...] = tuple(_written_map(a) for a in self.args
+                                            if a.kind.shares_targets)
+        self._bound: tuple[tuple, ParLoopCall] | None = None
         self.loc = None
         self._src = None  # the kernel's source, when written in Python
         self._typed = self._analyse() if kernel.func is not None else None
@@ -141,20 +153,16 @@ class ParLoop:
 
     # ------------------------------------------------------------ code
 
-    def race_mode(self) -> str:
-        """How shared targets are protected: "none" (no shared write), "color" or "atomic"."""
+    def race_mode(self) -> RaceMode:
+        """How shared targets are protected: none (no shared write), colouring or atomics."""
         race = self.race or current().race
         if race not in RACE_MODES:
             raise ArgumentError(f"race mode {race!r} (sk.configure or STENCILKIT_RACE) is not "
                                 f"one of {RACE_MODES}", stencil=self.kernel.name,
                                 hint="race='color' or race='atomic'")
-        shared = [s for s in self.specs if s.writes_shared]
-        if not shared:
-            return "none"
-        if any(s.mode in ("RW", "MIN", "MAX") and s.kind != "mat" for s in shared) or any(
-                s.dtype.kind == "c" for s in shared):
-            return "color"
-        return "atomic" if race == "atomic" else "color"
+        if self._race_fixed is not None:
+            return self._race_fixed
+        return RaceMode.ATOMIC if race == RaceMode.ATOMIC else RaceMode.COLOUR
 
     def _key(self, backend: Backend) -> tuple:
         return (backend.name, self.kernel.name, self.kernel.code or self.kernel.func,
@@ -183,7 +191,7 @@ class ParLoop:
                                f"({', '.join(map(repr, able))}), not {backend.name!r}",
                                stencil=name, hint=f"use backend={able[0]!r} or write the "
                                                   "kernel in Python")
-        atomic = self.race_mode() == "atomic"
+        atomic = self.race_mode() is RaceMode.ATOMIC
         with config.building(self.kernel.fast_math):
             return backend.build_parloop(name, self._typed, self.specs, self._src,
                                          self.kernel.code, atomic)
@@ -193,7 +201,7 @@ class ParLoop:
     def _details(self) -> dict[str, object]:
         return {"over": f"Set({self.iterset.size})",
                 "args": ", ".join(f"{a.obj.name}({a.mode.value}"
-                                  + (", map" if a.kind != "direct" else "") + ")"
+                                  + (", map" if a.kind is not ArgKind.DIRECT else "") + ")"
                                   for a in self.args)}
 
     def __repr__(self) -> str:
@@ -214,18 +222,47 @@ class ParLoop:
             lazy.flush()
             chosen = registry.resolve(self.backend, self.kernel.name)
             _, fn = self._built(chosen.name)
-            check_objects(self, chosen.capabilities.device == "gpu")  # type: ignore[union-attr]
-            chosen.launcher("parloop")(self, fn)
+            check_objects(self, chosen.capabilities.device is Device.GPU)  # type: ignore
+            chosen.launcher("parloop")(self.bind(), fn)
         except StencilError as exc:
             raise at_call(exc, sys._getframe(1)) from exc.__cause__
 
-    def check_status(self, status: int) -> None:
-        """The error for a non-zero status of the generated loop (launchers call this)."""
-        if status:
-            raise ArgumentError("the kernel indexed a local array out of range at run time "
-                                "(nothing outside the data was touched)",
-                                stencil=self.kernel.name, loc=self.loc,
-                                hint="check the indices against the map arity and dim")
+    def bind(self) -> ParLoopCall:
+        """This run's values (arrays, maps, the set's size, the race mode), as the launchers
+        take them: they see no ParLoop, Dat or Map. The same call while the race mode and
+        the maps' values are (a Dat's array is its own for life: assignments copy into it)."""
+        race = self.race_mode()
+        key = (race, *(m.version for m in self._maps))
+        if self._bound is None or self._bound[0] != key:
+            self._bound = key, ParLoopCall(self.kernel.name, self.loc, self.iterset.size, race,
+                                           tuple(_values(a) for a in self.args))
+        return self._bound[1]
+
+
+def _written_map(a: Arg) -> Map:
+    """The map an argument that shares targets writes through (a Mat: its row map)."""
+    m = a.path[0] if isinstance(a.path, tuple) else a.map
+    assert m is not None
+    return m
+
+
+def _values(a: Arg) -> LoopArgumentValues:
+    """One argument's values: its array; the map the loop function takes (a Mat: its local
+    map into the CSR values); and what its elements write through, for colouring (a Mat: its
+    row map, whose colourings it shares)."""
+    if a.kind is ArgKind.MAT:
+        rowmap = _written_map(a)
+        return LoopArgumentValues(a.kind, a.mode, a.obj._data, a.local_shape, a.obj.dim,
+                                  a.obj.sparsity.lmap, None,  # type: ignore[union-attr]
+                                  rowmap.values, rowmap.version, rowmap.to_set.size,
+                                  rowmap._colorings)
+    m = a.map
+    if m is None:
+        return LoopArgumentValues(a.kind, a.mode, a.obj._data, a.local_shape, a.obj.dim)
+    entry = a.path.index if isinstance(a.path, MapEntry) else None
+    return LoopArgumentValues(a.kind, a.mode, a.obj._data, a.local_shape, a.obj.dim,
+                              m.values, entry, m.values if entry is None else m.values[:, [entry]],
+                              m.version, m.to_set.size, m._colorings)
 
 
 _GENERATED: dict[tuple, tuple[str, object]] = {}

@@ -13,7 +13,7 @@ loop only if all of them READ it, as in PyOP2.
 
 from __future__ import annotations
 
-import enum
+import functools
 import itertools
 import sys
 from dataclasses import dataclass
@@ -23,19 +23,7 @@ import numpy as np
 
 from . import config, dtypes, integrations
 from .errors import ArgumentError, Location, StencilError
-
-
-class Access(enum.Enum):
-    READ = "READ"
-    WRITE = "WRITE"
-    RW = "RW"
-    INC = "INC"
-    MIN = "MIN"
-    MAX = "MAX"
-
-    def __repr__(self) -> str:
-        return f"sk.{self.value}"
-
+from .ir.abi import Access, ArgKind
 
 READ, WRITE, RW, INC, MIN, MAX = (Access.READ, Access.WRITE, Access.RW, Access.INC, Access.MIN,
                                   Access.MAX)
@@ -415,17 +403,17 @@ class Arg:
     mode: Access
     path: Map | MapEntry | tuple[Map, Map] | None
 
-    @property
-    def kind(self) -> str:
+    @functools.cached_property  # read on every run: the object and path never change
+    def kind(self) -> ArgKind:
         if isinstance(self.obj, Global):
-            return "global"
+            return ArgKind.GLOBAL
         if isinstance(self.obj, Mat):
-            return "mat"
+            return ArgKind.MAT
         if self.path is None:
-            return "direct"
+            return ArgKind.DIRECT
         if isinstance(self.path, MapEntry):
-            return "entry"
-        return "indirect"
+            return ArgKind.ENTRY
+        return ArgKind.INDIRECT
 
     @property
     def map(self) -> Map | None:
@@ -435,13 +423,13 @@ class Arg:
             return self.path.map
         return None
 
-    @property
+    @functools.cached_property
     def local_shape(self) -> tuple[int, ...]:
         """The shape of the argument as the kernel sees it for one element."""
-        if self.kind == "mat":
+        if self.kind is ArgKind.MAT:
             rm, cm = self.path  # type: ignore[misc]
             return (rm.arity, cm.arity)
-        if self.kind == "indirect":
+        if self.kind is ArgKind.INDIRECT:
             return (self.path.arity, self.obj.dim)  # type: ignore[union-attr]
         return (self.obj.dim,)
 
@@ -541,12 +529,12 @@ def check_args(kern: Kernel, iterset: Set, args: tuple[Arg, ...]) -> None:
             raise ArgumentError(f"argument {i + 1} is {a!r}, not dat(mode[, map])",
                                 stencil=name, hint="write dat(sk.READ) or dat(sk.INC, map)")
         kind = a.kind
-        if kind == "global":
+        if kind is ArgKind.GLOBAL:
             if a.mode in (WRITE, RW):
                 raise ArgumentError(f"argument {i + 1}: a Global cannot be {a.mode.value}",
                                     stencil=name, hint="use READ, INC, MIN or MAX")
             continue
-        if kind == "mat":
+        if kind is ArgKind.MAT:
             if a.mode in (MIN, MAX):
                 raise ArgumentError(f"argument {i + 1}: matrices take INC or WRITE, not "
                                     f"{a.mode.value}", stencil=name)
@@ -587,8 +575,8 @@ def check_args(kern: Kernel, iterset: Set, args: tuple[Arg, ...]) -> None:
                                 hint="pass it once (RW, or INC and read the current value "
                                      "from that argument), or copy it into a second Dat")
     local_bytes = sum(int(np.prod(a.local_shape)) * a.obj.dtype.itemsize for a in args
-                      if a.kind in ("indirect", "entry", "mat") or (
-                          a.kind != "direct" and a.mode is not READ) or a.mode in (MIN, MAX))
+                      if a.kind.shares_targets or (
+                          a.kind is not ArgKind.DIRECT and a.mode.writes) or a.mode.reduces)
     if local_bytes > MAX_LOCAL_BYTES:
         raise ArgumentError(f"the kernel's local blocks take {local_bytes} bytes per element "
                             f"(limit {MAX_LOCAL_BYTES}): map arity x dim is too large",

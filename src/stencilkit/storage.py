@@ -14,6 +14,7 @@ import numpy as np
 from . import dtypes, registry
 from .arrays import is_device
 from .errors import StencilError
+from .ir.abi import Device
 
 ALIGNMENT = 64
 
@@ -107,7 +108,7 @@ def empty(shape: object, dtype: object = float, *, backend: str | None = None,
     n = int(np.prod(full))
     planes = bool(chosen.capabilities.k_planes_storage and len(full) == 3  # type: ignore
                   and own_layout)
-    if chosen.capabilities.device == "gpu":  # type: ignore[union-attr]
+    if chosen.capabilities.device is Device.GPU:  # type: ignore[union-attr]
         xp = array_module(chosen)
         if planes:
             ni, nj, nk = full
@@ -126,7 +127,7 @@ def _assign(out: object, value: object, backend: str | None) -> None:
     device arrays (anything else goes to ``ndarray.fill``, which takes scalars only): a
     host array reaches a device storage as a device copy first."""
     chosen = registry.resolve(backend)
-    if chosen.capabilities.device == "gpu" and not np.isscalar(value) and \
+    if chosen.capabilities.device is Device.GPU and not np.isscalar(value) and \
             not is_device(value):  # type: ignore[union-attr]
         value = array_module(chosen).asarray(np.asarray(value))
     out[...] = value  # type: ignore[index]
@@ -176,7 +177,7 @@ def as_storage(array: object, backend: str | None = None) -> np.ndarray:
     """A copy of ``array`` in the backend's preferred layout (the array itself if it is one);
     a host array for a GPU backend is copied to the device."""
     chosen = registry.resolve(backend)
-    gpu = chosen.capabilities.device == "gpu"  # type: ignore[union-attr]
+    gpu = chosen.capabilities.device is Device.GPU  # type: ignore[union-attr]
     if is_device(array):
         if not hasattr(type(array), "__cuda_array_interface__"):  # DLPack only: a view
             array = array_module(chosen).from_dlpack(array) if gpu else array

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import BackendError
+from ..ir.kernel import ArgumentKey
 from ..passes import pipeline
 from ..passes.lower_point import Layout
 from ..passes.platforms import opencl as platform
@@ -93,7 +94,7 @@ def build_computation(defn, sched, src, fields):
                 t = temps[n]
                 buf = staging.buffer(rt, ("temporary", n), t.nbytes)
                 views[n] = ocl.DeviceView(buf, t.shape, ocl.element_strides(t))
-        scalars: dict[str, object] = {}
+        scalars: dict[ArgumentKey, object] = {}
         for n in buffers:
             for a in lowering.axes[n]:
                 scalars[origin_key(n, a)] = geo.origins[n][AXES.index(a)]
@@ -121,19 +122,20 @@ def build_parloop(name: str, typed, specs, src, race: str):
     element type has no atomic add here."""
     from ..codegen import opencl as printer
     from ..codegen.kernel_text import kernel_ir_text
+    from ..ir.abi import Access, RaceMode
     from ..passes import lower_parloop as lpl
     from ..passes.pipeline import dump
     from ..runtime.opencl_launch import Executable, OpenCLParLoop
 
     require_dtypes(name, [s.dtype for s in specs])
-    if race == "atomic" and not all(platform.atomic_add_supported(s.dtype) for s in specs
-                                    if s.writes_shared and s.mode == "INC"):
-        race = "color"
+    if race == RaceMode.ATOMIC and not all(platform.atomic_add_supported(s.dtype) for s in specs
+                                           if s.writes_shared and s.mode is Access.INC):
+        race = RaceMode.COLOUR
     kf = lpl.KernelLowering(typed, specs, src.line_text,
                             src.filename.rsplit("/", 1)[-1]).lower_kernel()
     dump("kernel", name, kernel_ir_text(kf))
     loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs,
-                            race == "atomic", kf.uses_error_flag, private=True).lower()
+                            race == RaceMode.ATOMIC, kf.uses_error_flag, private=True).lower()
     dump("kernel", f"{name} loop", kernel_ir_text(loop))
     plan = platform.plan(loop)
     source = printer.program_source(plan, (kf,), offsets=False)

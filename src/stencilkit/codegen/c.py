@@ -15,6 +15,7 @@ from string import Template
 import numpy as np
 
 from .. import dtypes
+from ..ir import abi
 from ..ir import kernel as k
 from .cfamily import CFamilyPrinter, ctype, type_suffix
 
@@ -381,24 +382,12 @@ def header_comment(kernel: k.KernelFunction) -> str:
                           *[(" * " + line).rstrip() for line in kernel.doc.splitlines()[1:]],
                           " */"])
     lines = [f"/* {kernel.doc}", " *", " * Calling convention (all strides in elements):"]
-    for p in kernel.params:
-        role = "?"
-        for prop in p.properties:
-            match prop:
-                case k.BasePointer(buffer=b):
-                    role = f"pointer to element [0, ...] of array '{b}'"
-                case k.ShapeOf(buffer=b, dim=dim):
-                    role = f"extent of array '{b}' in dimension {dim}"
-                case k.StrideOf(buffer=b, dim=dim):
-                    role = f"stride of array '{b}' in dimension {dim}"
-                case k.ScalarArgument(name=n):
-                    role = f"scalar '{n}'"
-        lines.append(f" *   {p.name:<16} {role}")
+    for p in abi.describe(kernel).parameters:
+        lines.append(f" *   {p.name:<16} {abi.explain(p)}")
     lines += [" * Strides of the last dimension that are not parameters are 1.",
-              " * Returns 0, or 1 when a run-time relative index left the neighbourhood,",
-              " * 2 when an absolute index was out of range (the element read as 0),",
-              " * 4 when a range() step was 0 (the loop did not run).",
-              " * (The Python entry point returns 3, without running, when out overlaps an input.) */"]
+              " * Returns a status (3 only from the Python entry point):",
+              *[f" *   {line}" for line in abi.status_lines()]]
+    lines[-1] += " */"
     return "\n".join(lines)
 
 
@@ -476,12 +465,14 @@ WRAPPER_VERSION = "point-wrapper-5"
 class WrapperArg:
     """One Python-level argument of the entry point."""
 
-    name: str
+    name: k.ArgumentKey  # an array's or a scalar's name, or what a generated scalar is
     dtype: np.dtype
     ndim: int  # 0 for scalars
     writable: bool = False
     unit_stride: bool = False
-    role: str = "relative"  # "first" | "relative" | "standard" | "out" | "scalar"
+    # PRIMARY_INPUT (the shape every other array is checked against), RELATIVE_INPUT,
+    # STANDARD_INPUT, OUTPUT, SCALAR, FIELD
+    role: abi.Role = abi.Role.RELATIVE_INPUT
 
 
 def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], module: str,
@@ -512,7 +503,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
              f"    Py_buffer views[{max(1, n)}];", "    int nviews = 0;",
              f"    if (nargs != {n}) {{ PyErr_SetString(PyExc_TypeError, "
              f"\"{stencil}: expected {n} arguments\"); return NULL; }}"]
-    first = next((i for i, a in enumerate(args) if a.role == "first"), 0)
+    first = next((i for i, a in enumerate(args) if a.role is abi.Role.PRIMARY_INPUT), 0)
     for i, a in enumerate(args):
         if a.ndim == 0:
             lines += _scalar_conversion(i, a)
@@ -540,17 +531,17 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
         lines.append(f"    if (!({cond})) return sk_fail(views, nviews, \"{stencil}: {message}\");")
     fview = f"v{first}"
     for i, a in enumerate(args):
-        if a.role == "relative":
+        if a.role is abi.Role.RELATIVE_INPUT:
             lines.append(f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->shape[d] < "
                          f"{fview}->shape[d]) return sk_fail(views, nviews, \"{stencil}: "
                          f"secondary array '{a.name}' is smaller than the first argument\");")
-        if a.role == "out":
+        if a.role is abi.Role.OUTPUT:
             lines.append(f"    for (int d = 0; d < {a.ndim}; ++d) if (v{i}->shape[d] != "
                          f"{fview}->shape[d]) return sk_fail(views, nviews, \"{stencil}: "
                          f"'out' must have the shape of the first argument\");")
     # An input whose memory range meets the output's: status 3, the caller copies and retries.
     arrays = [i for i, a in enumerate(args) if a.ndim > 0]
-    out_i = next((i for i, a in enumerate(args) if a.role == "out"), None)
+    out_i = next((i for i, a in enumerate(args) if a.role is abi.Role.OUTPUT), None)
     if out_i is not None:
         lines.append(f"    char *sk_lo[{len(args)}], *sk_hi[{len(args)}];")
         for i in arrays:
@@ -559,7 +550,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
         if out_i is not None and i != out_i:
             lines.append(f"    if (sk_lo[{i}] < sk_hi[{out_i}] && sk_lo[{out_i}] < sk_hi[{i}]) {{ "
                          "for (int v = 0; v < nviews; ++v) PyBuffer_Release(&views[v]); "
-                         "return PyLong_FromLong(3); }")
+                         f"return PyLong_FromLong({abi.STATUS_OVERLAP.code}); }}")
     by_buffer = {a.name: i for i, a in enumerate(args)}
     call_args = []
     for p in kernel.params:
@@ -572,7 +563,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
                 case k.StrideOf(buffer=b, dim=dim):
                     i = by_buffer[b]
                     call_args.append(f"(int64_t)(v{i}->strides[{dim}] / {args[i].dtype.itemsize})")
-                case k.ScalarArgument(name=nm):
+                case k.ScalarArgument(key=nm):
                     call_args.append(f"s{by_buffer[nm]}")
     lines += ["    int status;", "    Py_BEGIN_ALLOW_THREADS",
               f"    status = {kernel.name}({', '.join(call_args)});", "    Py_END_ALLOW_THREADS",

@@ -302,7 +302,7 @@ class NumbaPrinter:
 def _belongs(p: k.Symbol, key: str) -> bool:
     """Whether parameter symbol ``p`` is the argument ``key`` (its array or its value)."""
     return any(isinstance(q, k.BasePointer) and q.buffer == key
-               or isinstance(q, k.ScalarArgument) and q.name == key for q in p.properties)
+               or isinstance(q, k.ScalarArgument) and q.key == key for q in p.properties)
 
 
 class NumbaModulePrinter(NumbaPrinter):

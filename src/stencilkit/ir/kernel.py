@@ -80,9 +80,81 @@ class StrideOf:
     dim: int
 
 
+# What a scalar argument the compiler adds is: each is its own argument key (``ScalarArgument``),
+# a value rather than a name, so that no user's argument (keyed by its name, a string) can
+# ever be taken for one, and the launch ABI (``ir/abi.py``) reads its role from the type.
+
+
+@dataclass(frozen=True, slots=True)
+class OriginOf:
+    """The index of a computation's domain origin in ``field`` along ``axis`` ("I", "J", "K")."""
+
+    field: str
+    axis: str
+
+
+@dataclass(frozen=True, slots=True)
+class DomainExtent:
+    """The extent of a computation's domain along ``axis``."""
+
+    axis: str
+
+
+@dataclass(frozen=True, slots=True)
+class BorderFill:
+    """A point kernel's flag: write ``FillValue`` where the neighbourhood leaves the array."""
+
+
+@dataclass(frozen=True, slots=True)
+class FillValue:
+    """A point kernel's value outside the array (``cval``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockCount:
+    """The number of blocks of elements a ParLoop's loop function runs."""
+
+
+GeneratedKey = OriginOf | DomainExtent | BorderFill | FillValue | BlockCount
+# The key of a kernel argument: a user's name (an array or a scalar), or what a compiler-added
+# scalar is
+ArgumentKey = str | GeneratedKey
+
+
 @dataclass(frozen=True, slots=True)
 class ScalarArgument:
-    name: str
+    """The parameter is the value of the argument ``key``."""
+
+    key: ArgumentKey
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """The base pointer of the array a point kernel writes (``out``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StandardIndexed:
+    """The base pointer of an array a point kernel indexes absolutely (``standard_indexing``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Temporary:
+    """The base pointer of a computation's temporary held in memory (the caller allocates it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockList:
+    """The base pointer of a ParLoop's blocks: ``[start, end)`` pairs of elements, int64."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopArgument:
+    """The base pointer of a ParLoop argument's array (``argument``: its position): its data,
+    or (``map``) the map it goes through (a Mat: its local map into the CSR values)."""
+
+    argument: int
+    map: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +172,11 @@ class ReadOnly:
     """The kernel never writes through this pointer."""
 
 
-Property = BasePointer | ShapeOf | StrideOf | ScalarArgument | Restrict | Alignment | ReadOnly
-_P = TypeVar("_P", BasePointer, ShapeOf, StrideOf, ScalarArgument, Restrict, Alignment,
-               ReadOnly)
+Property = (BasePointer | ShapeOf | StrideOf | ScalarArgument | Restrict | Alignment | ReadOnly
+            | Output | StandardIndexed | Temporary | BlockList | LoopArgument)
+
+
+P = TypeVar("P")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +189,7 @@ class Symbol:
     def has(self, kind: type) -> bool:
         return any(isinstance(p, kind) for p in self.properties)
 
-    def get(self, kind: type[_P]) -> _P | None:
+    def get(self, kind: type[P]) -> P | None:
         return next((p for p in self.properties if isinstance(p, kind)), None)
 
 
@@ -166,13 +240,14 @@ class KernelContext:
 
     def buffer(self, name: str, element_type: DType, ndim: int, *, unit_stride_last: bool,
                restrict: bool, read_only: bool, unit_dim: int | None = None,
-               user: bool = True) -> Buffer:
+               user: bool = True, marks: frozenset[Property] = frozenset()) -> Buffer:
         """A buffer with symbolic shape and strides; the stride of ``unit_dim`` (default: the
         last dimension when ``unit_stride_last``) is the constant 1. ``user``: ``name`` is
-        the user's (an argument or field), else the compiler's."""
+        the user's (an argument or field), else the compiler's. ``marks``: more properties of
+        the base pointer (what the array is: ``Output``, ``StandardIndexed``)."""
         if unit_dim is None and unit_stride_last:
             unit_dim = ndim - 1
-        props: set[Property] = {BasePointer(name)}
+        props: set[Property] = {BasePointer(name), *marks}
         if restrict:
             props.add(Restrict())
         if read_only:

@@ -235,9 +235,11 @@ class ComputationLowering(PointLowering):
                 continue
             ax = self.axes[name]
             ndim = len(ax) + len(self.data_dims.get(name, ()))
+            temporary = frozenset({k.Temporary()}) if name in dict(defn.temporaries) \
+                else frozenset()
             self.buffers[name] = self.ctx.buffer(name, dtype, ndim, unit_stride_last=False,
                                                  restrict=True, read_only=False,
-                                                 unit_dim=layout.get(name))
+                                                 unit_dim=layout.get(name), marks=temporary)
             self.origins[name] = [self.ctx.user_symbol(
                 f"{name}_origin_{a}", k.INDEX,
                 properties=frozenset({k.ScalarArgument(origin_key(name, a))})) for a in ax]
@@ -612,8 +614,9 @@ class ComputationLowering(PointLowering):
     def lower_all(self) -> k.KernelFunction:
         sections = tuple(self.columns_group(group) if len(group) > 1 else
                          self.multistage(*group[0]) for group in column_groups(self.sched))
-        order = [*self.buffers, *[origin_key(n, a) for n in self.origins for a in self.axes[n]],
-                 *[s.name for s in self.defn.scalars], *[domain_key(a) for a in AXES]]
+        order: list[k.ArgumentKey] = [
+            *self.buffers, *[origin_key(n, a) for n in self.origins for a in self.axes[n]],
+            *[s.name for s in self.defn.scalars], *[domain_key(a) for a in AXES]]
         params = free_parameters(sections, order)
         return k.KernelFunction(function_name("computation", self.defn.name), params, sections,
                                 tuple(self.buffers.values()),
@@ -621,14 +624,14 @@ class ComputationLowering(PointLowering):
                                 status=self.status)
 
 
-def origin_key(field: str, axis: str) -> str:
-    """The argument key of a field's origin along an axis (not a Python identifier, so no
+def origin_key(field: str, axis: str) -> k.OriginOf:
+    """The argument key of a field's origin along an axis (a value, not a name, so that no
     scalar parameter can have it)."""
-    return f"@origin {field} {axis}"
+    return k.OriginOf(field, axis)
 
 
-def domain_key(axis: str) -> str:
-    return f"@domain {axis}"
+def domain_key(axis: str) -> k.DomainExtent:
+    return k.DomainExtent(axis)
 
 
 def stage_union(stages: list[Stage]) -> c.Extent:

@@ -27,7 +27,8 @@ class GpuComputationLowering(ComputationLowering):
             dtype = dict(self.defn.temporaries)[name]
             self.buffers[name] = self.ctx.buffer(name, dtype, 3, unit_stride_last=False,
                                                  restrict=True, read_only=False,
-                                                 unit_dim=self.unit_axes.get(name))
+                                                 unit_dim=self.unit_axes.get(name),
+                                                 marks=frozenset({k.Temporary()}))
             self.origins[name] = [self.ctx.user_symbol(
                 f"{name}_origin_{a}", k.INDEX,
                 properties=frozenset({k.ScalarArgument(origin_key(name, a))}))

@@ -25,19 +25,22 @@ import numpy as np
 from .. import dtypes
 from ..ir import definition as d
 from ..ir import kernel as k
+from ..ir.abi import Access, ArgKind
 from ..ir.core import rewrite
 from .lower_point import PointLowering, free_parameters, function_name
 
-NBLOCKS = "@nblocks"  # argument keys of the loop function (not Python identifiers)
-BLOCKS = "@blocks"
+# argument keys of the loop function (every key of it is the compiler's: a{i}, m{i}, blocks)
+NBLOCKS = k.BlockCount()
+BLOCKS = "blocks"
 
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """The structure of one argument, as far as code generation is concerned."""
+    """The structure of one argument, as far as code generation is concerned (``kind`` and
+    ``mode`` may be given by their values, "indirect" and "INC")."""
 
-    kind: str  # direct | entry | indirect | global | mat
-    mode: str
+    kind: ArgKind
+    mode: Access
     dtype: np.dtype
     dim: int
     local_shape: tuple[int, ...]
@@ -45,14 +48,17 @@ class ArgSpec:
     entry: int = 0  # the map entry of an "entry" argument
     index: np.dtype = np.dtype(np.int32)  # the map's values: int64 for targets >= 2**31
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ArgKind(self.kind))
+        object.__setattr__(self, "mode", Access(self.mode))
+
     @property
     def local_size(self) -> int:
         return int(np.prod(self.local_shape))
 
     @property
     def writes_shared(self) -> bool:
-        return self.kind in ("indirect", "entry", "mat") and self.mode in (
-            "INC", "WRITE", "RW", "MIN", "MAX")
+        return self.kind.shares_targets and self.mode.writes
 
 
 class KernelLowering(PointLowering):
@@ -65,7 +71,7 @@ class KernelLowering(PointLowering):
             shape = spec.local_shape
             strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
             props: set[k.Property] = {k.BasePointer(p), k.Restrict()}
-            if spec.mode == "READ":
+            if spec.mode is Access.READ:
                 props.add(k.ReadOnly())
             base = self.ctx.user_symbol(p, t, pointer=True, properties=frozenset(props))
             self.buffers[p] = k.Buffer(p, t, base, tuple(_c(n) for n in shape),
@@ -174,10 +180,13 @@ class LoopLowering:
         self.buffers: list[k.Buffer] = []  # the argument arrays
 
     def array(self, name: str, dtype: np.dtype, *, read_only: bool = False,
-              key: str | None = None) -> k.Buffer:
-        """A flat argument array (the Dat's values, a map, ...); ``key``: its argument."""
+              key: str | None = None, what: k.Property | None = None) -> k.Buffer:
+        """A flat argument array (the Dat's values, a map, ...); ``key``: its argument;
+        ``what``: what it is (``LoopArgument``, ``BlockList``)."""
         key = key or name
         props: set[k.Property] = {k.BasePointer(key), k.Restrict()}
+        if what is not None:
+            props.add(what)
         if read_only:
             props.add(k.ReadOnly())
         base = self.ctx.symbol(name, dtype, pointer=True, properties=frozenset(props))
@@ -229,13 +238,13 @@ class LoopLowering:
         """What argument ``i`` adds before the loop, per element before and after the
         kernel call, and after the loop; and what the kernel gets for it."""
         e = _sym(self.e)
-        a = self.array(f"a{i}", s.dtype, read_only=s.mode == "READ")
-        if s.kind == "direct" and s.mode not in ("MIN", "MAX") and not self.private:
+        a = self.array(f"a{i}", s.dtype, read_only=s.mode is Access.READ, what=k.LoopArgument(i))
+        if s.kind is ArgKind.DIRECT and not s.mode.reduces and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True, properties=frozenset(
-                {k.ReadOnly()} if s.mode == "READ" else set()))
-            return _Pieces(_sym(ptr), body=(
-                k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype)),))
-        if s.kind == "global" and s.mode == "READ" and not self.private:
+                {k.ReadOnly()} if s.mode is Access.READ else set()))
+            decl = k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype))
+            return _Pieces(_sym(ptr), body=(decl,))
+        if s.kind is ArgKind.GLOBAL and s.mode is Access.READ and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True,
                                   properties=frozenset({k.ReadOnly()}))
             return _Pieces(_sym(ptr), body=(k.Declare(ptr, _sym(a.base)),))
@@ -243,23 +252,23 @@ class LoopLowering:
         loc, decl = self.local(f"l{i}", s.dtype, size)
         q = _sym(self.q)
         value = self.load(loc, q)
-        if s.kind == "direct":  # MIN/MAX: the kernel sees the current value; what it
+        if s.kind is ArgKind.DIRECT:  # MIN/MAX: the kernel sees the current value; what it
             at = _add(_mul(e, s.dim), q)  # leaves is reduced into the Dat
-            if s.mode in ("MIN", "MAX"):
+            if s.mode.reduces:
                 back = self.keep(s.mode, a, at, value)
             else:  # private: every mode sees the current values (WRITE keeps unwritten ones)
-                back = () if s.mode == "READ" else (k.Store(a, (at,), value),)
+                back = () if s.mode is Access.READ else (k.Store(a, (at,), value),)
             return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(
                 loc, (q,), self.load(a, at)))), post=self.over(size, *back))
-        if s.kind == "global" and s.mode == "READ":  # private: a copy of the Global
+        if s.kind is ArgKind.GLOBAL and s.mode is Access.READ:  # private: a copy of the Global
             return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(
                 loc, (q,), self.load(a, q)))))
-        if s.kind == "global":
+        if s.kind is ArgKind.GLOBAL:
             red, red_decl = self.local(f"r{i}", s.dtype, s.dim)
-            init = _zero(s.dtype) if s.mode == "INC" else self.load(a, q)
-            op = {"INC": "+", "MIN": "min", "MAX": "max"}[s.mode]
+            init = _zero(s.dtype) if s.mode is Access.INC else self.load(a, q)
+            op = {Access.INC: "+", Access.MIN: "min", Access.MAX: "max"}[s.mode]
             post: k.Stmt
-            if s.mode == "INC":
+            if s.mode is Access.INC:
                 post = k.Store(red, (q,), _plus(self.load(red, q), value))
                 after = k.Store(a, (q,), _plus(self.load(a, q), self.load(red, q)))
             else:
@@ -269,9 +278,9 @@ class LoopLowering:
                 red, (q,), init))), body=(decl, *self.over(size, k.Store(loc, (q,), init))),
                 post=self.over(size, post), after=self.over(size, after),
                 reductions=(k.Reduction(op, red, s.dim),))
-        index = np.dtype(np.int64) if s.kind == "mat" else s.index
-        m = self.array(f"m{i}", index, read_only=True)
-        if s.kind == "mat":  # the kernel's block is added (INC) or written into CSR values
+        index = np.dtype(np.int64) if s.kind is ArgKind.MAT else s.index
+        m = self.array(f"m{i}", index, read_only=True, what=k.LoopArgument(i, map=True))
+        if s.kind is ArgKind.MAT:  # the kernel's block is added (INC) or written into CSR values
             at = self.load(m, _add(_mul(e, s.local_size), q))
             fill: k.Expr = _zero(s.dtype)
         else:
@@ -279,10 +288,10 @@ class LoopLowering:
             ent, comp = (q, _c(0)) if s.dim == 1 else (
                 k.Op("/", (q, _c(s.dim)), dtype=k.INDEX), k.Op("%", (q, _c(s.dim)),
                                                                dtype=k.INDEX))
-            first = 0 if s.kind == "indirect" else s.entry
+            first = 0 if s.kind is ArgKind.INDIRECT else s.entry
             row = k.Convert(self.load(m, _add(_mul(e, s.arity), _c(first), ent)), dtype=k.INDEX)
             at = _add(_mul(row, s.dim), comp)
-            gather = s.mode in ("READ", "RW", "MIN", "MAX")
+            gather = s.mode in (Access.READ, Access.RW, Access.MIN, Access.MAX)
             fill = self.load(a, at) if gather else _zero(s.dtype)
         return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(loc, (q,), fill))),
                        post=self.over(size, *self.scatter(s.mode, a, at, value)))
@@ -292,7 +301,8 @@ class LoopLowering:
                  ) -> k.KernelFunction:
         nblocks = self.ctx.symbol("nblocks", k.INDEX,
                                   properties=frozenset({k.ScalarArgument(NBLOCKS)}))
-        blocks = self.array("blocks", dtypes.INT64, read_only=True, key=BLOCKS)
+        blocks = self.array("blocks", dtypes.INT64, read_only=True, key=BLOCKS,
+                            what=k.BlockList())
         b = self.ctx.symbol("b", k.INDEX)
         start = self.load(blocks, _mul(_sym(b), 2))
         stop = self.load(blocks, _add(_mul(_sym(b), 2), _c(1)))
@@ -301,7 +311,7 @@ class LoopLowering:
         over_blocks = k.Loop(b, _c(0), _sym(nblocks), _c(1), (elements,), parallel=k.Parallel(
             reductions=reductions, only_if=several))
         body = pre + (over_blocks,) + after
-        order = [NBLOCKS, BLOCKS]
+        order: list[k.ArgumentKey] = [NBLOCKS, BLOCKS]
         for i in range(len(self.specs)):
             order += [f"a{i}", f"m{i}"]
         return k.KernelFunction(self.name, free_parameters(body, order), body,
@@ -309,23 +319,23 @@ class LoopLowering:
                                 loop_doc(self.name, self.title, self.specs),
                                 self.returns_status, status=self.status)
 
-    def keep(self, mode: str, buf: k.Buffer, index: k.Expr, value: k.Expr
+    def keep(self, mode: Access, buf: k.Buffer, index: k.Expr, value: k.Expr
              ) -> tuple[k.Stmt, ...]:
         """``buf[index] = value`` where ``value`` is below (MIN) or above (MAX) it."""
-        cmp = "<" if mode == "MIN" else ">"
+        cmp = "<" if mode is Access.MIN else ">"
         better = k.Op(cmp, (value, self.load(buf, index)), dtype=dtypes.BOOL)
         return (k.Branch(better, (k.Store(buf, (index,), value),)),)
 
-    def scatter(self, mode: str, buf: k.Buffer, index: k.Expr, value: k.Expr
+    def scatter(self, mode: Access, buf: k.Buffer, index: k.Expr, value: k.Expr
                 ) -> tuple[k.Stmt, ...]:
         """A local value back into a shared target (race-free by colouring or atomics)."""
-        if mode in ("MIN", "MAX"):  # always coloured: no atomic min/max
+        if mode.reduces:  # always coloured: no atomic min/max
             return self.keep(mode, buf, index, value)
-        if mode == "READ":
+        if mode is Access.READ:
             return ()
         if self.atomic:
-            return (k.AtomicUpdate(buf, (index,), "+" if mode == "INC" else None, value),)
-        if mode == "INC":
+            return (k.AtomicUpdate(buf, (index,), "+" if mode is Access.INC else None, value),)
+        if mode is Access.INC:
             value = _plus(self.load(buf, index), value)
         return (k.Store(buf, (index,), value),)
 
@@ -348,18 +358,18 @@ def loop_doc(name: str, kernel_name: str, specs: tuple[ArgSpec, ...]) -> str:
              "Arguments after the blocks, in order:"]
     for i, s in enumerate(specs):
         t = dtypes.c_name(s.dtype)
-        if s.kind == "direct":
-            what = f"a{i}: {t}[set size * {s.dim}], the Dat's values ({s.mode})"
-        elif s.kind == "indirect":
-            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode}), m{i}: {s.index}[set size * "
+        if s.kind is ArgKind.DIRECT:
+            what = f"a{i}: {t}[set size * {s.dim}], the Dat's values ({s.mode.value})"
+        elif s.kind is ArgKind.INDIRECT:
+            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode.value}), m{i}: {s.index}[set size * "
                     f"{s.arity}] the map; the kernel sees a gathered ({s.arity}, {s.dim}) block")
-        elif s.kind == "entry":
-            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode}), m{i}: {s.index}[set size * "
+        elif s.kind is ArgKind.ENTRY:
+            what = (f"a{i}: {t}[target size * {s.dim}] ({s.mode.value}), m{i}: {s.index}[set size * "
                     f"{s.arity}] the map, of which entry {s.entry} is used")
-        elif s.kind == "global":
-            what = f"a{i}: {t}[{s.dim}], a Global ({s.mode})"
+        elif s.kind is ArgKind.GLOBAL:
+            what = f"a{i}: {t}[{s.dim}], a Global ({s.mode.value})"
         else:
-            what = (f"a{i}: {t}[nnz] CSR values ({s.mode}), m{i}: int64[set size * "
+            what = (f"a{i}: {t}[nnz] CSR values ({s.mode.value}), m{i}: int64[set size * "
                     f"{s.local_size}] the position in the values of each local block entry")
         lines.append(f"  {what}")
     return "\n".join(lines)

@@ -43,10 +43,10 @@ STREAM_MIN_BYTES = 16 << 20
 # jacobi2d 4096^2 in hand C, 14.0 ms at 512, 12.7 at 448).
 STREAM_CHUNK = 448
 PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
-# Keys of the arguments the compiler adds (``ScalarArgument``): not Python identifiers, so
-# that no argument of the user's kernel can have them.
-FILL_BORDER = "@fill_border"
-CVAL = "@cval"
+# Keys of the arguments the compiler adds (``ScalarArgument``): values, not names, so that
+# no argument of the user's kernel can have them.
+FILL_BORDER = k.BorderFill()
+CVAL = k.FillValue()
 
 #: ``func_or_mode`` values: Numba's "constant", and scipy.ndimage's modes (contract.md section 1).
 MODES = border_modes.MODES
@@ -252,14 +252,16 @@ class PointLowering:
         for p, t, unit in zip(kern.params, kern.param_types, self.layout.unit_stride):
             if p in kern.relative or p in indexed:
                 ndim = nd if p in kern.relative else _index_rank(kern, p)
+                marks = frozenset({k.StandardIndexed()}) if p not in kern.relative \
+                    else frozenset()
                 self.buffers[p] = self.ctx.buffer(p, t, ndim, unit_stride_last=unit,
-                                                  restrict=True, read_only=True)
+                                                  restrict=True, read_only=True, marks=marks)
             else:
                 self.scalars[p] = self.ctx.user_symbol(p, t, properties=frozenset(
                     {k.ScalarArgument(p)}))
         out = self.ctx.buffer(OUT, self.out_dtype, nd,
                               unit_stride_last=self.layout.out_unit_stride, restrict=True,
-                              read_only=False, user=False)
+                              read_only=False, user=False, marks=frozenset({k.Output()}))
         first = self.buffers[kern.params[0]]
         self.counters = [self.ctx.symbol(f"i{dim}", k.INDEX) for dim in range(nd)]
         work = self.ctx.symbol("sk_work", k.INDEX)
@@ -594,7 +596,8 @@ def _max(a: k.Expr, b: k.Expr) -> k.Expr:
     return k.MathCall("max", (a, b), dtype=k.INDEX)
 
 
-def free_parameters(body: tuple[k.Stmt, ...], order: list[str] | tuple[str, ...]
+def free_parameters(body: tuple[k.Stmt, ...],
+                    order: list[k.ArgumentKey] | tuple[k.ArgumentKey, ...]
                     ) -> tuple[k.Symbol, ...]:
     """A kernel's parameters: every symbol the body uses but does not declare or loop over,
     ordered by the argument it belongs to (``order``: buffer and scalar names), then by role
@@ -627,7 +630,7 @@ def free_parameters(body: tuple[k.Stmt, ...], order: list[str] | tuple[str, ...]
                     return rank[b], 1, dim
                 case k.StrideOf(buffer=b, dim=dim):
                     return rank[b], 2, dim
-                case k.ScalarArgument(name=n):
+                case k.ScalarArgument(key=n):
                     return rank.get(n, len(rank)), 0, 0
         raise AssertionError(f"free symbol {s.name} has no origin")
 

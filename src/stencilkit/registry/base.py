@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import BackendError
+from ..ir.abi import Device
 
 if TYPE_CHECKING:
     from ..analysis.schedule import Schedule
@@ -59,7 +60,7 @@ class Capabilities:
 
     kinds: frozenset[str]  # a subset of KINDS
     dtypes: frozenset[np.dtype]  # element types its generated code computes on
-    device: str  # "cpu" or "gpu": where its arrays live
+    device: Device | str  # where its arrays live: a Device, or its value ("cpu", "gpu")
     #: The generated code is compiled and indexes arrays in elements: an array whose
     #: address or strides are not multiples of its item size runs on an aligned copy.
     compiled: bool = False
@@ -72,6 +73,9 @@ class Capabilities:
     k_planes_storage: bool = False
     #: Its generated source is a C translation unit that ``sk.export`` can write out.
     exports_c: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", Device(self.device))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import border_modes
+from ..ir.abi import Role
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 if TYPE_CHECKING:
@@ -66,14 +67,16 @@ class CBackend(Backend):
         tc = current_toolchain()
         wrapper_args = []
         for i, (p, t) in enumerate(zip(kernel.params, types)):
-            role = ("first" if i == 0 else "relative" if p in kernel.relative else
-                    "standard" if p in kernel.standard or t.is_array else "scalar")
+            role = (Role.PRIMARY_INPUT if i == 0 else Role.RELATIVE_INPUT if p in kernel.relative
+                    else Role.STANDARD_INPUT if p in kernel.standard or t.is_array
+                    else Role.SCALAR)
             wrapper_args.append(c_codegen.WrapperArg(p, t.dtype, t.ndim, False,
                                                      layout.unit_stride[i], role))
         wrapper_args.append(c_codegen.WrapperArg("out", out_dtype, kernel.ndim, True,
-                                                 layout.out_unit_stride, "out"))
-        wrapper_args.append(c_codegen.WrapperArg(FILL_BORDER, dtypes.BOOL, 0, role="scalar"))
-        wrapper_args.append(c_codegen.WrapperArg(CVAL, out_dtype, 0, role="scalar"))
+                                                 layout.out_unit_stride, Role.OUTPUT))
+        wrapper_args.append(c_codegen.WrapperArg(FILL_BORDER, dtypes.BOOL, 0,
+                                                 role=Role.BORDER_FILL))
+        wrapper_args.append(c_codegen.WrapperArg(CVAL, out_dtype, 0, role=Role.CVAL))
         # An empty standard_indexing array: the kernel's bounds check reports a read of it,
         # but the clamped element it reads instead does not exist either. Refuse before
         # running, unless no point that runs the body (the interior, or in the other modes
@@ -86,7 +89,7 @@ class CBackend(Backend):
             if modes[dim] == "constant")])
         checks = tuple((f"v{i}->len != 0 || {no_interior}", f"standard_indexing array "
                         f"'{a.name}' is empty, so every read of it is out of range")
-                       for i, a in enumerate(wrapper_args) if a.role == "standard"
+                       for i, a in enumerate(wrapper_args) if a.role is Role.STANDARD_INPUT
                        and a.ndim > 0 and a.name in kernel.standard)
         # NumPy's version: the entry is compiled against its headers (``codegen.c.sk_view``)
         k = cache.key("c-point", c_codegen.WRAPPER_VERSION, repr(pipeline.POINT_PIPELINE),
@@ -142,11 +145,12 @@ class CBackend(Backend):
         for name in buffers:
             buf = lowering.buffers[name]
             wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim,
-                                         name not in read_only, False, "field"))
+                                         name not in read_only, False, Role.FIELD))
         origin_names = [origin_key(n, a) for n in buffers for a in lowering.axes[n]]
-        wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role="scalar") for o in origin_names]
-        wargs += [cgen.WrapperArg(s.name, s.dtype, 0, role="scalar") for s in defn.scalars]
-        wargs += [cgen.WrapperArg(domain_key(a), dtypes.INT64, 0, role="scalar") for a in AXES]
+        wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role=Role.ORIGIN) for o in origin_names]
+        wargs += [cgen.WrapperArg(s.name, s.dtype, 0, role=Role.SCALAR) for s in defn.scalars]
+        wargs += [cgen.WrapperArg(domain_key(a), dtypes.INT64, 0, role=Role.DOMAIN_EXTENT)
+                  for a in AXES]
         index = {a.name: i for i, a in enumerate(wargs)}
         checks = []
         for name in buffers:

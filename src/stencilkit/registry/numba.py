@@ -127,7 +127,7 @@ class NumbaBackend(Backend):
         arguments = [lpl.NBLOCKS, lpl.BLOCKS]
         for i, s in enumerate(specs):
             arguments.append(f"a{i}")
-            if s.kind in ("indirect", "entry", "mat"):
+            if s.kind.shares_targets:
                 arguments.append(f"m{i}")
         source = numba_codegen.lowered_module(((kernel, None), (loop, tuple(arguments))),
                                               _header(loop))

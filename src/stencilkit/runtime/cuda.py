@@ -177,7 +177,7 @@ def launch_config(launch: Launch, env: Mapping[str, object], covering: bool = Fa
 # ---------------------------------------------------------------- parameters
 
 
-def bind(params: Sequence[k.Symbol], names: Sequence[str], args: Sequence[object]
+def bind(params: Sequence[k.Symbol], names: Sequence[k.ArgumentKey], args: Sequence[object]
          ) -> dict[str, object]:
     """Each parameter's value from the Python-level arguments ``args`` (named ``names``):
     arrays for base pointers, their shapes and strides (in elements), scalars."""
@@ -193,7 +193,7 @@ def bind(params: Sequence[k.Symbol], names: Sequence[str], args: Sequence[object
                 case k.StrideOf(buffer=b, dim=dim):
                     a = by_name[b]
                     env[p.name] = int(a.strides[dim]) // a.itemsize  # type: ignore[attr-defined]
-                case k.ScalarArgument(name=n):
+                case k.ScalarArgument(key=n):
                     env[p.name] = by_name[n]
     return env
 

@@ -5,22 +5,17 @@ written or the writes are atomic; coloured blocks of ``COLOUR_BLOCK`` elements o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .parloop_blocks import coloring, even_blocks, loop_arrays
-
-if TYPE_CHECKING:
-    from ..loop import ParLoop
+from ..ir.abi import ParLoopCall, RaceMode
+from .parloop_blocks import block_layout, check_status, loop_arrays
 
 COLOUR_BLOCK = 16  # elements per thread when colouring; small: threads are the parallelism
 
 
-def run_blocks(loop: ParLoop, fn: Callable[..., int]) -> None:
-    call = loop_arrays(loop)
-    if loop.race_mode() != "color":
-        loop.check_status(fn(even_blocks(loop.iterset.size, 1), *call))
-        return
-    for blocks in coloring(loop, COLOUR_BLOCK):
-        loop.check_status(fn(np.ascontiguousarray(blocks), *call))
+def run_blocks(call: ParLoopCall, fn: Callable[..., int]) -> None:
+    arrays = loop_arrays(call)
+    block = COLOUR_BLOCK if call.race is RaceMode.COLOUR else 1
+    for blocks in block_layout(call, block).colours:
+        check_status(call, fn(np.ascontiguousarray(blocks), *arrays))

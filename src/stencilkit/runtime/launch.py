@@ -16,12 +16,13 @@ import numpy as np
 
 from ..codegen.numba import PARALLEL_MIN_WORK
 from ..errors import ArgumentError, Location
+from ..ir import abi
 from ..ir.kernel import STATUS_INDEX, STATUS_MEMORY, STATUS_OFFSET, STATUS_RANGE_STEP
 from .numpy_support import RangeStepError
 
 # the kernel's codes are the kernel IR's; 3 is the C entry point's own (out overlaps an input)
 STATUS_NEIGHBORHOOD = STATUS_OFFSET
-STATUS_OVERLAP = 3
+STATUS_OVERLAP = abi.STATUS_OVERLAP.code
 
 
 class PointCall:

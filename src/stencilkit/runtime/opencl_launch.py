@@ -12,7 +12,7 @@ import numpy as np
 from ..codegen.opencl import offset_name
 from ..errors import ArgumentError
 from ..ir import kernel as k
-from ..passes.lower_point import CVAL, FILL_BORDER
+from ..ir.abi import ParLoopCall, RaceMode
 from ..passes.platforms.opencl import HostLoop, LaunchPlan, Step, evaluate
 from . import opencl as ocl
 from .launch import PointCall, StandardArrays, check_shapes, status_error
@@ -89,7 +89,7 @@ def _arg(p: k.Symbol, value: object) -> object:
 
 
 def bind(params: tuple[k.Symbol, ...], views: dict[str, ocl.DeviceView],
-         scalars: dict[str, object]) -> dict[str, object]:
+         scalars: dict[k.ArgumentKey, object]) -> dict[str, object]:
     """The value of each kernel parameter: buffers, their shapes and strides (in elements)
     from ``views``, scalar arguments from ``scalars`` (by argument key)."""
     env: dict[str, object] = {}
@@ -103,7 +103,7 @@ def bind(params: tuple[k.Symbol, ...], views: dict[str, ocl.DeviceView],
                     env[p.name] = views[b].shape[dim]
                 case k.StrideOf(buffer=b, dim=dim):
                     env[p.name] = views[b].strides[dim]
-                case k.ScalarArgument(name=n):
+                case k.ScalarArgument(key=n):
                     env[p.name] = scalars[n]
     return env
 
@@ -129,7 +129,7 @@ class OpenCLPointCall(PointCall):
         check_shapes(args, out, self.relative_positions, self.name, self.loc)
         self._check_standard(args)
         views: dict[str, ocl.DeviceView] = {}
-        scalars: dict[str, object] = {}
+        scalars: dict[k.ArgumentKey, object] = {}
         for name, a in zip(self.names, args):
             if ocl.is_device_array(a):
                 views[name] = ocl.device_view(a, self.name)
@@ -154,8 +154,8 @@ class OpenCLPointCall(PointCall):
         else:
             views["out"], host = ocl.to_device(rt, result, copy_in=not fill,
                                                staging=self.staging, slot="out")
-        scalars[FILL_BORDER] = fill
-        scalars[CVAL] = self.cval
+        scalars[k.BorderFill()] = fill
+        scalars[k.FillValue()] = self.cval
         entry: Executable = self.entry  # type: ignore[assignment]
         status = entry.run(bind(entry.plan.kernel.params, views, scalars))
         if host is not None:
@@ -190,8 +190,9 @@ class OpenCLParLoop:
         self.staging = ocl.Staging()
         params = exe.plan.kernel.params
         self.pointers = [p for p in params if p.pointer]
-        self.blocks = self.pointers[0]
-        self.nblocks = next(p for p in params if p.has(k.ScalarArgument))
+        self.blocks = next(p for p in self.pointers if p.has(k.BlockList))
+        self.nblocks = next(p for p in params
+                            if p.get(k.ScalarArgument) == k.ScalarArgument(k.BlockCount()))
         # the plan's shape, as LoopLowering makes it: launches in order (no host loops), each
         # of one work-item or of one per block
         assert all(not isinstance(s, HostLoop) for s in exe.plan.steps)
@@ -292,23 +293,19 @@ class OpenCLParLoop:
         return int(exe.status[0])
 
 
-def run_parloop(loop, fn: OpenCLParLoop) -> None:
+def run_parloop(call: ParLoopCall, fn: OpenCLParLoop) -> None:
     """The ParLoop launcher: the loop's data, maps and (when colouring) blocks by colour."""
-    from .parloop_blocks import coloring
+    from .parloop_blocks import check_status, coloring
 
     arrays: list[np.ndarray] = []
     maps: set[int] = set()
-    for a in loop.args:
-        arrays.append(a.obj._data)
-        if a.kind in ("indirect", "entry"):
+    for a in call.arguments:
+        arrays.append(a.data)
+        if a.map_values is not None:
             maps.add(len(arrays))
-            arrays.append(a.map.values)
-        elif a.kind == "mat":
-            maps.add(len(arrays))
-            arrays.append(a.obj.sparsity.lmap)
+            arrays.append(a.map_values)
     # built with colouring (race "color", or "atomic" where an element type has no atomic
     # add): blocks by colour; else a block per element, all at once
-    shared = loop.race_mode() != "none"
-    parts = coloring(loop) if fn.race == "color" and shared else fn.element_blocks(
-        loop.iterset.size)
-    loop.check_status(fn.run(arrays, maps, parts))
+    colour = RaceMode(fn.race) is RaceMode.COLOUR and call.race is not RaceMode.NONE
+    parts = coloring(call) if colour else fn.element_blocks(call.set_size)
+    check_status(call, fn.run(arrays, maps, parts))

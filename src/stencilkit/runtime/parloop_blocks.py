@@ -9,51 +9,63 @@ without atomics; the compiled entry point takes the blocks of one colour as an i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..parloop import READ
-
-if TYPE_CHECKING:
-    from ..loop import ParLoop
+from ..errors import ArgumentError
+from ..ir.abi import BlockLayout, ParLoopCall, RaceMode
 
 
-def run_blocks(loop: ParLoop, fn: Callable[..., int]) -> None:
+def run_blocks(call: ParLoopCall, fn: Callable[..., int]) -> None:
     """Run a compiled ParLoop entry point over blocks of elements: all at once (no shared
     target, or atomics), or colour by colour (blocks of one colour share no target entry)."""
-    call = loop_arrays(loop)
-    if loop.race_mode() == "color":
-        for blocks in coloring(loop):
-            loop.check_status(fn(blocks, *call))
-    else:
-        loop.check_status(fn(even_blocks(loop.iterset.size), *call))
+    arrays = loop_arrays(call)
+    for blocks in block_layout(call).colours:
+        check_status(call, fn(blocks, *arrays))
 
 
-def run_coloured(loop: ParLoop, module) -> None:
+def run_coloured(call: ParLoopCall, module) -> None:
     """Run a ParLoop module of the "numba" backend (no atomics): colour by colour whenever
     the loop writes shared entries, whatever its race mode, else all blocks at once. The
     entry point takes every array flat (as the C one takes pointers)."""
-    call = [_flat(a) for a in loop_arrays(loop)]
-    parts = [even_blocks(loop.iterset.size)] if loop.race_mode() == "none" else coloring(loop)
-    for blocks in parts:
+    arrays = [_flat(a) for a in loop_arrays(call)]
+    colour = RaceMode.NONE if call.race is RaceMode.NONE else RaceMode.COLOUR
+    for blocks in block_layout(call, race=colour).colours:
         # the loop's run-in-parallel condition (lower_parloop: more than one block), which a
         # prange cannot test: a parallel region for one block only costs the threads' wake-up
         fn = module.parallel if len(blocks) > 1 else module.serial
-        loop.check_status(fn(len(blocks), blocks.reshape(-1), *call))
+        check_status(call, fn(len(blocks), blocks.reshape(-1), *arrays))
 
 
-def loop_arrays(loop: ParLoop) -> list[object]:
+def block_layout(call: ParLoopCall, block: int | None = None,
+                 race: RaceMode | None = None) -> BlockLayout:
+    """The blocks of ``block`` elements (default ``BLOCK``) a run takes: one group of every
+    block, or (``race``, default the call's, is COLOUR) one group per colour."""
+    block = BLOCK if block is None else block
+    race = call.race if race is None else race
+    if race is RaceMode.COLOUR:
+        return BlockLayout(call.set_size, block, tuple(coloring(call, block)))
+    return BlockLayout(call.set_size, block, (even_blocks(call.set_size, block),))
+
+
+def check_status(call: ParLoopCall, status: int) -> None:
+    """The error for a non-zero status of the generated loop."""
+    if status:
+        raise ArgumentError("the kernel indexed a local array out of range at run time "
+                            "(nothing outside the data was touched)",
+                            stencil=call.name, loc=call.loc,
+                            hint="check the indices against the map arity and dim")
+
+
+def loop_arrays(call: ParLoopCall) -> list[np.ndarray]:
     """The arrays a compiled ParLoop entry point takes after the blocks, in order: each
     argument's data, then its map's values (indirect) or its local map (a Mat)."""
-    call: list[object] = []
-    for a in loop.args:
-        call.append(a.obj._data)
-        if a.kind in ("indirect", "entry"):
-            call.append(a.map.values)  # type: ignore[union-attr]
-        elif a.kind == "mat":
-            call.append(a.obj.sparsity.lmap)  # type: ignore[union-attr]
-    return call
+    arrays: list[np.ndarray] = []
+    for a in call.arguments:
+        arrays.append(a.data)
+        if a.map_values is not None:
+            arrays.append(a.map_values)
+    return arrays
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
@@ -62,25 +74,19 @@ def _flat(a: np.ndarray) -> np.ndarray:
     return flat
 
 
-def coloring(loop: ParLoop, block: int | None = None) -> list[np.ndarray]:
+def coloring(call: ParLoopCall, block: int | None = None) -> list[np.ndarray]:
     """Blocks of ``block`` elements (default ``BLOCK``) grouped by colour; cached on the
     first written map, keyed by the block size and the maps' versions (never reused, unlike
     id(): a new map cannot inherit a stale colouring)."""
     block = BLOCK if block is None else block
-    written = []
-    for a in loop.args:
-        if a.kind in ("indirect", "entry") and a.mode is not READ:
-            written.append((a.map, a.path.index if a.kind == "entry" else None))  # type: ignore
-        elif a.kind == "mat":
-            written.append((a.path[0], None))  # type: ignore[index]
-    holder = written[0][0]._colorings  # type: ignore[union-attr]
-    key = (block, *((m.version, entry) for m, entry in written))  # type: ignore[union-attr]
+    written = [a for a in call.arguments
+               if a.kind.shares_targets and a.access.writes and a.targets is not None]
+    holder = written[0].colourings
+    assert holder is not None
+    key = (block, *((a.map_version, a.entry) for a in written))
     if key not in holder:
-        cols = [m.values if e is None else m.values[:, [e]]  # type: ignore[union-attr]
-                for m, e in written]
-        holder[key] = block_coloring(loop.iterset.size, cols,
-                                     [m.to_set.size for m, _ in written],  # type: ignore
-                                     block=block)
+        holder[key] = block_coloring(call.set_size, [a.targets for a in written],  # type: ignore
+                                     [a.target_size for a in written], block=block)
     return holder[key]
 
 

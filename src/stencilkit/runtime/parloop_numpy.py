@@ -6,92 +6,91 @@ Globals, Mats) after it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..parloop import INC, MAX, MIN, READ, RW, WRITE
+from ..ir.abi import Access, ArgKind, ParLoopCall
+from .parloop_blocks import check_status
 
-if TYPE_CHECKING:
-    from ..loop import ParLoop
+READ, WRITE, RW, INC, MIN, MAX = (Access.READ, Access.WRITE, Access.RW, Access.INC, Access.MIN,
+                                  Access.MAX)
 
 
-def run_vectorized(loop: ParLoop, fn: Callable[..., object]) -> None:
+def run_vectorized(call: ParLoopCall, fn: Callable[..., object]) -> None:
     """One vectorized call over all elements; but RW through a map gathers and
     scatters, so elements that share a target run in separate rounds: each sees the
     others' updates, as in C's serial blocks (an increment by RW counts every time)."""
-    n = loop.iterset.size
+    n = call.set_size
     if not n:
         return
-    shared_rw = [(a.map, a.path.index if a.kind == "entry" else None)  # type: ignore
-                 for a in loop.args if a.kind in ("indirect", "entry") and a.mode is RW]
+    shared_rw = [a for a in call.arguments if a.kind.mapped and a.access is RW]
     if not shared_rw:
-        _run_part(loop, fn, n, None)
+        _run_part(call, fn, n, None)
         return
-    holder = shared_rw[0][0]._colorings  # type: ignore[union-attr]
-    key = ("rounds",) + tuple((m.version, e) for m, e in shared_rw)  # type: ignore
+    holder = shared_rw[0].colourings
+    assert holder is not None
+    key = ("rounds",) + tuple((a.map_version, a.entry) for a in shared_rw)
     if key not in holder:
-        holder[key] = element_rounds(n, [m.values if e is None else m.values[:, [e]]
-                                         for m, e in shared_rw])  # type: ignore
+        holder[key] = element_rounds(n, [a.targets for a in shared_rw])  # type: ignore[misc]
     rounds = holder[key]
     if len(rounds) == 1:
-        _run_part(loop, fn, n, None)
+        _run_part(call, fn, n, None)
         return
     for sel in rounds:
-        _run_part(loop, fn, n, sel)
+        _run_part(call, fn, n, sel)
 
 
-def _run_part(loop: ParLoop, fn: Callable[..., object], n: int,
+def _run_part(call: ParLoopCall, fn: Callable[..., object], n: int,
               sel: np.ndarray | None) -> None:
     """Run the elements ``sel`` (all when None)."""
     count = n if sel is None else len(sel)
     pick = (lambda x: x) if sel is None else (lambda x: x[sel])
     locals_: list[np.ndarray] = []
     finish = []
-    for a in loop.args:
-        data = a.obj._data
+    for a in call.arguments:
+        data = a.data
         shape = (count, *a.local_shape)
-        if a.kind == "direct" and a.mode in (MIN, MAX):
+        if a.kind is ArgKind.DIRECT and a.access.reduces:
             rows = data.reshape((n, *a.local_shape))
             loc = pick(rows).copy()
-            red = np.minimum if a.mode is MIN else np.maximum
+            red = np.minimum if a.access is MIN else np.maximum
             finish.append(lambda d_=rows, l_=loc, r=red: d_.__setitem__(
                 slice(None) if sel is None else sel, r(pick(d_), l_)))
-        elif a.kind == "direct":
+        elif a.kind is ArgKind.DIRECT:
             rows = data.reshape((n, *a.local_shape))
             loc = pick(rows)
-            if sel is not None and a.mode is not READ:
+            if sel is not None and a.access.writes:
                 finish.append(lambda d_=rows, l_=loc: d_.__setitem__(sel, l_))
-        elif a.kind in ("indirect", "entry"):
-            idx = pick(a.map.values if a.kind == "indirect"  # type: ignore[union-attr]
-                       else a.map.values[:, a.path.index])  # type: ignore[union-attr]
-            view = data.reshape(data.shape[0], a.obj.dim)  # type: ignore[union-attr]
-            loc = view[idx].reshape(shape) if a.mode in (READ, RW, MIN, MAX) \
+        elif a.kind.mapped:
+            values: np.ndarray = a.map_values  # type: ignore[assignment]
+            idx = pick(values if a.entry is None else values[:, a.entry])
+            view = data.reshape(data.shape[0], a.dim)
+            loc = view[idx].reshape(shape) if a.access in (READ, RW, MIN, MAX) \
                 else np.zeros(shape, data.dtype)
-            if a.mode in (MIN, MAX):
-                red = np.minimum if a.mode is MIN else np.maximum
+            if a.access.reduces:
+                red = np.minimum if a.access is MIN else np.maximum
                 finish.append(lambda v=view, i=idx, l_=loc, r=red: r.at(
                     v, i, l_.reshape(v[i].shape)))
-            elif a.mode is INC:
+            elif a.access is INC:
                 finish.append(lambda v=view, i=idx, l_=loc: scatter_add(v, i, l_))
-            elif a.mode in (WRITE, RW):
+            elif a.access in (WRITE, RW):
                 finish.append(lambda v=view, i=idx, l_=loc: v.__setitem__(
                     i, l_.reshape(v[i].shape)))
-        elif a.kind == "global":
-            if a.mode is READ:
+        elif a.kind is ArgKind.GLOBAL:
+            if a.access is READ:
                 loc = np.broadcast_to(data, shape)
-            elif a.mode is INC:
+            elif a.access is INC:
                 loc = np.zeros(shape, data.dtype)
                 finish.append(lambda g=data, l_=loc: g.__iadd__(l_.sum(axis=0)))
             else:
                 loc = np.broadcast_to(data, shape).copy()
-                red = np.minimum if a.mode is MIN else np.maximum
+                red = np.minimum if a.access is MIN else np.maximum
                 finish.append(lambda g=data, l_=loc, r=red: g.__setitem__(
                     slice(None), r(g, r.reduce(l_, axis=0)) if len(l_) else g))
         else:
             loc = np.zeros(shape, data.dtype)
-            lmap = pick(a.obj.sparsity.lmap)  # type: ignore[union-attr]
-            if a.mode is INC:
+            lmap = pick(a.map_values)
+            if a.access is INC:
                 finish.append(lambda v=data, i=lmap, l_=loc: np.add.at(v, i, l_))
             else:
                 finish.append(lambda v=data, i=lmap, l_=loc: v.__setitem__(i, l_))
@@ -100,7 +99,7 @@ def _run_part(loop: ParLoop, fn: Callable[..., object], n: int,
         fn(*locals_)
     except IndexError:
         # a run-time index past a local block (NumPy checks it; C clamps, flags 2)
-        loop.check_status(2)
+        check_status(call, 2)
     for f in finish:
         f()
 

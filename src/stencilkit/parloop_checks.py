@@ -1,4 +1,7 @@
-"""Checks before each run of a ParLoop: what the generated code trusts about its arguments."""
+"""Checks before each run of a ParLoop: what the generated code trusts about its arguments.
+
+They read the user's objects (Dats, Maps, Sparsities), so they run on the user's side of
+the launch ABI, before ``ParLoop.bind`` hands the arrays to a launcher."""
 
 from __future__ import annotations
 
@@ -6,11 +9,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ArgumentError
-from ..parloop import READ
+from .errors import ArgumentError
+from .ir.abi import ArgKind
+from .parloop import READ
 
 if TYPE_CHECKING:
-    from ..loop import ParLoop
+    from .loop import ParLoop
 
 
 def check_objects(loop: ParLoop, gpu: bool = False) -> None:
@@ -19,13 +23,13 @@ def check_objects(loop: ParLoop, gpu: bool = False) -> None:
     O(arguments), whatever the sizes; Map values and Set sizes cannot change (see
     parloop.Map), so their contents need no check here. Data on a GPU (a Dat built on a
     CuPy array) is checked on its host stand-in, and only a ``gpu`` backend takes it."""
-    from .. import integrations
+    from . import integrations
 
     name, n = loop.kernel.name, loop.iterset.size
     for i, (a, spec) in enumerate(zip(loop.args, loop.specs)):
         obj, m = a.obj, a.map
         what = f"argument {i + 1} ({type(obj).__name__} {obj.name})"
-        if a.kind == "mat":
+        if a.kind is ArgKind.MAT:
             sp = obj.sparsity  # type: ignore[union-attr]
             if sp.versions != (sp.rowmap.version, sp.colmap.version):
                 raise ArgumentError(f"{what}: a map of its Sparsity was given new values "
@@ -33,7 +37,7 @@ def check_objects(loop: ParLoop, gpu: bool = False) -> None:
                                     loc=loop.loc,
                                     hint="build a new sk.Sparsity and sk.Mat on the maps")
             expected: tuple[int, ...] = (sp.nnz,)
-        elif a.kind == "global":
+        elif a.kind is ArgKind.GLOBAL:
             expected = (spec.dim,)
         else:
             rows = n if m is None else m.to_set.size
@@ -45,7 +49,7 @@ def check_objects(loop: ParLoop, gpu: bool = False) -> None:
                                     "backend", stencil=name, loc=loop.loc,
                                     hint="run the loop on a GPU backend (sk.backends() "
                                          "lists them), or build the Dat on host data")
-            from ..integrations.device import stand_in
+            from .integrations.device import stand_in
 
             data = stand_in(data, writable=True)
         if (not isinstance(data, np.ndarray) or obj.dim != spec.dim
@@ -79,8 +83,8 @@ def _check_device_overlap(loop: ParLoop) -> None:
     host Dat copies its data: never). The generated code passes each argument through its
     own ``__restrict__`` pointer, read-only ones as ``const`` (non-coherent loads on a GPU):
     a written argument may share memory with no other, as with computations' fields."""
-    from ..integrations import is_device
-    from ..integrations.device import _bytes
+    from .integrations import is_device
+    from .integrations.device import _bytes
 
     spans = [(i, a, _bytes(a.obj._data)) for i, a in enumerate(loop.args)
              if is_device(a.obj._data)]
