@@ -191,9 +191,9 @@ class GTFunction:
         return f"<gtscript.function {self.func.__qualname__}>"
 
     def __reduce__(self):
-        from .integrations.pickling import reduce_gtfunction
+        from .adapters import reduce
 
-        return reduce_gtfunction(self)  # by source, as the stencils that call it
+        return reduce(self)  # by source, as the stencils that call it
 
 
 def function(func: object) -> GTFunction:

@@ -18,10 +18,9 @@ from types import FunctionType
 
 import numpy as np
 
-from . import config, integrations, registry, storage
+from . import adapters, config, registry, storage
 from .analysis import schedule as sch
 from .build import cache
-from .distributed.array import involved
 from .errors import ArgumentError, Location, StencilError, at_call, did_you_mean
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
@@ -97,9 +96,7 @@ class ComputationStencil:
         self._local = threading.local()
 
     def __reduce__(self):
-        from .integrations.pickling import reduce_computation
-
-        return reduce_computation(self)  # by definition and options (dask.distributed, ...)
+        return adapters.reduce(self)  # by definition and options (dask.distributed, ...)
 
     # ------------------------------------------------------------ introspection
 
@@ -183,26 +180,43 @@ class ComputationStencil:
 
     def _call(self, args: tuple, kwargs: dict, origin: object, domain: object,
               validate_args: bool, exec_info: dict | None) -> None:
-        if involved(args, kwargs.values()):  # MPI: halo exchange, then this call per rank
-            from .distributed import computation
+        # MPI-distributed, device arrays, DataArrays: an adapter runs the call
+        adapter = adapters.for_call(args, kwargs.values())
+        if adapter is not None:
+            return adapter.computation_call(self, args, kwargs, origin, domain, validate_args,
+                                            exec_info)
+        values, fields, origin = self.bind_call(args, kwargs, origin, exec_info)
+        return self.run_bound(values, fields, origin, domain, validate_args, exec_info)
 
-            return computation.call(self, args, kwargs, origin, domain, validate_args,
-                                    exec_info)
+    def bind_call(self, args: tuple, kwargs: dict, origin: object, exec_info: dict | None,
+                  convert=None) -> tuple[dict[str, object], dict[str, object], object]:
+        """A call's arguments by name, its fields (each through ``convert(name, axes,
+        value)`` if given: an adapter's conversion to arrays) and its origin (GT4Py's
+        ``__gt_origin__`` when the call gives none); starts ``exec_info``'s clock."""
         if exec_info is not None:
             if not isinstance(exec_info, dict):
                 raise ArgumentError(f"exec_info must be a dict, got {type(exec_info).__name__}",
                                     stencil=self.__name__, loc=self.definition.loc,
                                     hint="pass exec_info={} (or None)")
             exec_info["call_start_time"] = time.perf_counter()
+        if convert is not None:
+            values = self._arguments.bind_names(args, kwargs)
+            for f in self._parameter_fields:
+                if values[f.name] is not None:
+                    values[f.name] = convert(f.name, f.axes, values[f.name])
+            args, kwargs = (), values
         values = self._arguments.bind(args, kwargs)
         fields = {f.name: values[f.name] for f in self._parameter_fields}
         if origin is None:
             origin = _gt_origins(self._parameter_fields, fields)
-        on_device = any(map(integrations.is_device, fields.values()))
-        if on_device:  # CuPy arrays: checked and built on host stand-ins, run in place
-            from .integrations import device
+        return values, fields, origin
 
-            values, fields = device.computation_fields(self, values, fields)
+    def run_bound(self, values: dict[str, object], fields: dict[str, object], origin: object,
+                  domain: object, validate_args: bool, exec_info: dict | None,
+                  device: adapters.Adapter | None = None) -> None:
+        """The call on bound arguments (``bind_call``): NumPy fields, or the host stand-ins
+        of fields on the ``device`` adapter's arrays, whose device views ``values`` holds."""
+        on_device = device is not None
         if validate_args:
             self._arguments.check_fields(fields, overlap=not on_device)
         else:  # unchecked types are the caller's risk; memory safety is not
@@ -223,7 +237,7 @@ class ComputationStencil:
                 self._geo_cache[geo_key] = geo
         temps = self._temporaries(geo, plan, chosen)
         if geo.plane_shapes:
-            values, fields = self._planes(geo, chosen, values, fields, on_device)
+            values, fields = self._planes(geo, chosen, values, fields, device)
         _, run = self._build(chosen, fields)
         written: dict[str, np.ndarray] = {}
         if chosen.capabilities.compiled and not on_device:  # type: ignore[union-attr]
@@ -440,7 +454,7 @@ class ComputationStencil:
                                      "the plane as a Field[IJ, ...] parameter")
 
     def _planes(self, geo: Geometry, backend: registry.Backend, values: dict[str, object],
-                fields: dict[str, object], on_device: bool
+                fields: dict[str, object], device: adapters.Adapter | None
                 ) -> tuple[dict[str, object], dict[str, object]]:
         """``values`` and ``fields`` with the fields the stencil allocates: the 2-D
         temporaries, zeroed planes new for each call (a plane carries values across levels
@@ -454,12 +468,8 @@ class ComputationStencil:
             host = np.zeros(geo.plane_shapes[f.name], f.dtype)
             if f.name == level:
                 host[:] = np.arange(host.size) - geo.origins[level][2]
-            if on_device:
-                from .integrations import device
-
-                xp = storage.array_module(backend)
-                values[f.name] = device.cuda_view(backend, xp.asarray(host))
-                fields[f.name] = device.stand_in(values[f.name], writable=True)
+            if device is not None:
+                values[f.name], fields[f.name] = device.upload(backend, host)
             else:
                 values[f.name] = fields[f.name] = host
         return values, fields

@@ -15,11 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import config, dtypes, integrations, registry
+from . import adapters, config, dtypes, registry
 from .analysis.neighborhood import MAX_OFFSET, Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
-from .distributed.array import involved
 from .errors import (
     ArgumentError,
     Location,
@@ -180,9 +179,7 @@ class PointStencil:
                           self._details())
 
     def __reduce__(self):
-        from .integrations.pickling import reduce_point
-
-        return reduce_point(self)  # by definition and options (dask.distributed, multiprocessing)
+        return adapters.reduce(self)  # by definition and options (dask.distributed, ...)
 
     # ------------------------------------------------------------ introspection
 
@@ -309,16 +306,11 @@ class PointStencil:
             self.__class__ = cls
 
     def _first_call(self, args: tuple[object, ...], out: object):
-        if involved(args, (out,)):  # MPI: DistributedArrays never reach the signature cache
-            from .distributed import point
-
-            return point.call(self, args, out)
-        if any(map(integrations.is_device, args)) or integrations.is_device(out):
-            from .integrations import device  # CuPy arrays: the GPU backend runs in place
-
-            return device.point_call(self, args, out)
-        if integrations.any_foreign(args) or integrations.is_foreign(out):
-            return integrations.point_call(self, args, out)  # dask arrays, xarray objects
+        # MPI-distributed, device, dask and xarray arrays: an adapter runs the call (they
+        # never reach the signature cache, so a call with NumPy arrays never asks)
+        adapter = adapters.for_call(args, (out,))
+        if adapter is not None:
+            return adapter.point_call(self, args, out)
         if out is not None and not isinstance(out, np.ndarray) and not is_device_array(out):
             raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__,
                                 hint="pass out= as a NumPy array")

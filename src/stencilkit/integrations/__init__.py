@@ -1,14 +1,16 @@
 """Stencils on other array libraries' objects: dask arrays, xarray DataArrays, device
 arrays (``device.py``); pickling.
 
-The core (``stencil.py``, ``multistage.py``) hands a call off here with one test,
-:func:`is_foreign`, that never imports dask or xarray: it looks at the module that defined
-the argument's type. Everything here imports its library lazily, on the first such call.
+The user objects reach these through the adapter protocol (``stencilkit.adapters``), never
+directly: an adapter claims an argument by the module that defined its type, without
+importing dask or xarray. Everything here imports its library lazily, on the first such call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from ..adapters import is_device  # noqa: F401 (moved: the adapters' structural test)
 
 _FOREIGN_ROOTS = ("dask", "xarray")
 
@@ -16,24 +18,6 @@ _FOREIGN_ROOTS = ("dask", "xarray")
 def is_foreign(value: object) -> bool:
     """True for a dask array or an xarray object (by the defining module of its type)."""
     return type(value).__module__.partition(".")[0] in _FOREIGN_ROOTS
-
-
-#: DLPack device types of memory a CUDA kernel can address (kDLCUDA, kDLCUDAManaged)
-_DLPACK_CUDA = (2, 13)
-
-
-def is_device(value: object) -> bool:
-    """True for an array on a GPU: ``__cuda_array_interface__`` (CuPy, Numba, PyTorch) or a
-    CUDA ``__dlpack__`` (JAX, ...)."""
-    t = type(value)
-    if hasattr(t, "__cuda_array_interface__"):
-        return True
-    if t.__module__ == "numpy" or not hasattr(t, "__dlpack_device__"):
-        return False  # NumPy's arrays have __dlpack_device__ too: the CPU, never asked
-    try:
-        return value.__dlpack_device__()[0] in _DLPACK_CUDA  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 (a foreign object's method: any failure means "no")
-        return False
 
 
 def any_foreign(values: Iterable[object]) -> bool:
