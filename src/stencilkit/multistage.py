@@ -13,16 +13,17 @@ import functools
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FunctionType
 
 import numpy as np
 
-from . import config, integrations, registry, storage
+from . import adapters, config, registry, storage
+from .analysis import geometry as geo_analysis
 from .analysis import schedule as sch
+from .analysis.geometry import Geometry
 from .build import cache
-from .distributed.array import involved
-from .errors import ArgumentError, Location, StencilError, at_call, did_you_mean
+from .errors import ArgumentError, Location, StencilError, at_call
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .log import build_event
@@ -31,7 +32,7 @@ from .passes.pipeline import dump
 from .runtime import hostile
 from .runtime.computation_args import ComputationArguments
 
-Origin = tuple[int, int, int]
+Origin = geo_analysis.Origin
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,6 @@ class Plan:
 
     definition: c.ComputationDef
     schedule: sch.Schedule
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """Origins of every field and temporary, the domain, and the temporaries' shapes."""
-
-    origins: dict[str, Origin]
-    domain: tuple[int, int, int]
-    temp_shapes: dict[str, tuple[int, int, int]]
-    # the shapes of the fields the stencil allocates: 2-D temporaries (I, J), the level
-    # index (K)
-    plane_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 class ComputationStencil:
@@ -83,6 +72,10 @@ class ComputationStencil:
         self.plans = {False: Plan(typed, self.schedule),
                       True: Plan(inlined, sch.build_schedule(inlined))}
         dump("typed", self.__name__, sch.format_schedule(typed, self.schedule))
+        self._rules = {inlines: geo_analysis.Rules(
+            func.__name__, typed.loc, typed.parameter_fields, self.schedule, p.definition,
+            p.schedule, tuple(typed.planes), typed.level_index)
+            for inlines, p in self.plans.items()}
         self._builds: dict[tuple, object] = {}
         self._geo_cache: dict[tuple, Geometry] = {}
         # the caller passes every field but the 2-D temporaries, which calls allocate
@@ -97,9 +90,7 @@ class ComputationStencil:
         self._local = threading.local()
 
     def __reduce__(self):
-        from .integrations.pickling import reduce_computation
-
-        return reduce_computation(self)  # by definition and options (dask.distributed, ...)
+        return adapters.reduce(self)  # by definition and options (dask.distributed, ...)
 
     # ------------------------------------------------------------ introspection
 
@@ -183,26 +174,43 @@ class ComputationStencil:
 
     def _call(self, args: tuple, kwargs: dict, origin: object, domain: object,
               validate_args: bool, exec_info: dict | None) -> None:
-        if involved(args, kwargs.values()):  # MPI: halo exchange, then this call per rank
-            from .distributed import computation
+        # MPI-distributed, device arrays, DataArrays: an adapter runs the call
+        adapter = adapters.for_call(args, kwargs.values())
+        if adapter is not None:
+            return adapter.computation_call(self, args, kwargs, origin, domain, validate_args,
+                                            exec_info)
+        values, fields, origin = self.bind_call(args, kwargs, origin, exec_info)
+        return self.run_bound(values, fields, origin, domain, validate_args, exec_info)
 
-            return computation.call(self, args, kwargs, origin, domain, validate_args,
-                                    exec_info)
+    def bind_call(self, args: tuple, kwargs: dict, origin: object, exec_info: dict | None,
+                  convert=None) -> tuple[dict[str, object], dict[str, object], object]:
+        """A call's arguments by name, its fields (each through ``convert(name, axes,
+        value)`` if given: an adapter's conversion to arrays) and its origin (GT4Py's
+        ``__gt_origin__`` when the call gives none); starts ``exec_info``'s clock."""
         if exec_info is not None:
             if not isinstance(exec_info, dict):
                 raise ArgumentError(f"exec_info must be a dict, got {type(exec_info).__name__}",
                                     stencil=self.__name__, loc=self.definition.loc,
                                     hint="pass exec_info={} (or None)")
             exec_info["call_start_time"] = time.perf_counter()
+        if convert is not None:
+            values = self._arguments.bind_names(args, kwargs)
+            for f in self._parameter_fields:
+                if values[f.name] is not None:
+                    values[f.name] = convert(f.name, f.axes, values[f.name])
+            args, kwargs = (), values
         values = self._arguments.bind(args, kwargs)
         fields = {f.name: values[f.name] for f in self._parameter_fields}
         if origin is None:
             origin = _gt_origins(self._parameter_fields, fields)
-        on_device = any(map(integrations.is_device, fields.values()))
-        if on_device:  # CuPy arrays: checked and built on host stand-ins, run in place
-            from .integrations import device
+        return values, fields, origin
 
-            values, fields = device.computation_fields(self, values, fields)
+    def run_bound(self, values: dict[str, object], fields: dict[str, object], origin: object,
+                  domain: object, validate_args: bool, exec_info: dict | None,
+                  device: adapters.Adapter | None = None) -> None:
+        """The call on bound arguments (``bind_call``): NumPy fields, or the host stand-ins
+        of fields on the ``device`` adapter's arrays, whose device views ``values`` holds."""
+        on_device = device is not None
         if validate_args:
             self._arguments.check_fields(fields, overlap=not on_device)
         else:  # unchecked types are the caller's risk; memory safety is not
@@ -223,7 +231,7 @@ class ComputationStencil:
                 self._geo_cache[geo_key] = geo
         temps = self._temporaries(geo, plan, chosen)
         if geo.plane_shapes:
-            values, fields = self._planes(geo, chosen, values, fields, on_device)
+            values, fields = self._planes(geo, chosen, values, fields, device)
         _, run = self._build(chosen, fields)
         written: dict[str, np.ndarray] = {}
         if chosen.capabilities.compiled and not on_device:  # type: ignore[union-attr]
@@ -249,170 +257,19 @@ class ComputationStencil:
 
     # ------------------------------------------------------------ geometry
 
-    def _k_need(self, name: str, nk: int, schedule: sch.Schedule | None = None
-                ) -> tuple[int, int]:
-        below = above = 0
-        for acc in (schedule or self.schedule).k_accesses:
-            if acc.name != name:
-                continue
-            k0, k1 = acc.interval.bounds(nk)
-            if k1 <= k0:
-                continue
-            below = max(below, -(k0 + acc.dk_lo))
-            above = max(above, (k1 - 1 + acc.dk_hi) - (nk - 1))
-        return below, above
+    def geometry_rules(self, plan: Plan) -> geo_analysis.Rules:
+        """What the geometry of a call compiled from ``plan`` (one of ``self.plans``)
+        depends on."""
+        rules = self._rules[plan is self.plans[True]]
+        if rules.stencil != self.__name__:  # renamed since (update_wrapper, gtscript)
+            rules = self._rules[plan is self.plans[True]] = dataclasses.replace(
+                rules, stencil=self.__name__)
+        return rules
 
     def _geometry(self, fields: dict[str, np.ndarray], origin: object, domain: object,
                   validate: bool, plan: Plan) -> Geometry:
-        defn = self.definition
-        params = self._parameter_fields
-        given: dict[str, tuple[int, ...]] = {}
-        names = {f.name for f in params} | {"_all_"}
-        if isinstance(origin, dict):
-            for k, v in origin.items():
-                if k not in names:
-                    raise ArgumentError(f"origin names '{k}', which is not a field"
-                                        + did_you_mean(k, names - {"_all_"}),
-                                        stencil=self.__name__, loc=defn.loc,
-                                        hint=f"use field names from {sorted(names - {'_all_'})}")
-                given[k] = self._int_tuple(v, f"origin of '{k}'", (1, 2, 3))
-        elif origin is not None:
-            o = self._int_tuple(origin, "origin", (1, 2, 3))
-            given = {f.name: o for f in params}
-        origins: dict[str, Origin] = {}
-        defaults = {f.name: self._own_origin(f.name) for f in params}
-        shared = _shared_origin(params, fields, defaults)
-        for f in params:
-            default = shared.get(f.name, defaults[f.name])
-            if f.name in given:
-                o = given[f.name]
-                o3 = _expand(o, f.axes) if len(o) != 3 else o
-                origins[f.name] = tuple(int(x) for x in o3)  # type: ignore[assignment]
-            elif "_all_" in given:
-                o = given["_all_"]
-                origins[f.name] = _expand(o, f.axes) if len(o) != 3 else o  # type: ignore
-            else:
-                origins[f.name] = default
-        if domain is not None:
-            dom = self._int_tuple(domain, "domain", (3,))
-            if any(x < 0 for x in dom):
-                raise ArgumentError(f"domain {dom} has a negative size", stencil=self.__name__,
-                                    loc=defn.loc, hint="pass three sizes >= 0")
-        else:
-            dom = self._default_domain(fields, origins)
-        self._check_min_domain(dom, plan)
-        if validate:
-            self._check_halos(fields, origins, dom)
-        temp_shapes = {}
-        for t, _ in plan.definition.temporaries:
-            ext = plan.schedule.extent(t)
-            below, above = self._k_need(t, dom[2], plan.schedule)
-            origins[t] = (-ext[0], -ext[2], below)
-            temp_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2],
-                              dom[2] + below + above)
-        plane_shapes: dict[str, tuple[int, ...]] = {}
-        for t in defn.planes:
-            ext = plan.schedule.extent(t)
-            origins[t] = (-ext[0], -ext[2], 0)
-            plane_shapes[t] = (dom[0] + ext[1] - ext[0], dom[1] + ext[3] - ext[2])
-        if defn.level_index:  # read shifted through helpers: levels beyond the domain too
-            below, above = self._k_need(defn.level_index, dom[2], plan.schedule)
-            origins[defn.level_index] = (0, 0, below)
-            plane_shapes[defn.level_index] = (dom[2] + below + above,)
-        return Geometry(origins, dom, temp_shapes, plane_shapes)  # type: ignore[arg-type]
-
-    def _own_origin(self, name: str) -> Origin:
-        """The default origin: the horizontal halo the field needs, and 0 in K. Intervals
-        name levels counted from the origin, so a K default moved by the vertical halo would
-        change what every interval of the definition means (``interval(...)`` would skip
-        level 0); a vertical halo the field lacks is an error, as in GT4Py."""
-        ext = self.schedule.extent(name)
-        return (-ext[0], -ext[2], 0)
-
-    def _int_tuple(self, value: object, what: str, lengths: tuple[int, ...]
-                   ) -> tuple[int, ...]:
-        """``value`` as a tuple of Python ints of one of ``lengths``, or an ArgumentError."""
-        try:
-            if isinstance(value, (str, bytes)):
-                raise TypeError
-            out = tuple(value)  # type: ignore[arg-type]
-        except TypeError:
-            out = None
-        if out is None or len(out) not in lengths or not all(
-                isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-                for x in out):
-            raise ArgumentError(f"{what} must be a tuple of {' or '.join(map(str, lengths))} "
-                                f"integers, got {value!r}", stencil=self.__name__,
-                                loc=self.definition.loc, hint=f"pass e.g. {what.split()[0]}="
-                                                              f"{(0,) * lengths[-1]}")
-        ints = tuple(int(x) for x in out)
-        if any(abs(x) >= 2**62 for x in ints):
-            raise ArgumentError(f"{what} {ints} is out of range", stencil=self.__name__,
-                                loc=self.definition.loc, hint="pass sizes that fit the arrays")
-        return ints
-
-    def _default_domain(self, fields, origins) -> tuple[int, int, int]:
-        dom = []
-        for axis_i, axis in enumerate("IJK"):
-            best = None
-            for f in self._parameter_fields:
-                if axis not in f.axes:
-                    continue
-                n = fields[f.name].shape[f.axes.index(axis)]
-                ext = self.schedule.extent(f.name)
-                hi = (ext[1], ext[3], 0)[axis_i]
-                size = n - origins[f.name][axis_i] - hi
-                best = size if best is None else min(best, size)
-            dom.append(0 if best is None else max(0, best))
-        nk = dom[2]
-        for _ in range(4):  # K halo above may depend on nk through interval bounds
-            shrink = 0
-            for f in self._parameter_fields:
-                if "K" in f.axes:
-                    _, above = self._k_need(f.name, nk)
-                    n = fields[f.name].shape[f.axes.index("K")]
-                    shrink = max(shrink, origins[f.name][2] + nk + above - n)
-            if shrink <= 0:
-                break
-            nk = max(0, nk - shrink)
-        dom[2] = nk
-        return tuple(dom)  # type: ignore[return-value]
-
-    def _check_min_domain(self, dom: tuple[int, ...], plan: Plan) -> None:
-        for axis, n, least in zip("IJ", dom, plan.schedule.min_domain):
-            if 0 < n < least:
-                raise self._min_domain_error(axis, n, least)
-
-    def _min_domain_error(self, axis: str, n: int, least: int) -> ArgumentError:
-        return ArgumentError(
-            f"the domain has {n} point(s) along {axis}, but its horizontal regions "
-            f"read from one end of the domain as far as the other: at least {least} "
-            "are needed", stencil=self.__name__, loc=self.definition.loc,
-            hint=f"use a domain of at least {least} points along {axis}")
-
-    def _check_halos(self, fields, origins, dom) -> None:
-        for f in self._parameter_fields:
-            a = fields[f.name]
-            ext = self.schedule.extent(f.name)
-            below, above = self._k_need(f.name, dom[2])
-            o = origins[f.name]
-            needs = {"I": (-ext[0], ext[1]), "J": (-ext[2], ext[3]), "K": (below, above)}
-            for axis in f.axes:
-                ai = "IJK".index(axis)
-                lo, hi = needs[axis]
-                n = a.shape[f.axes.index(axis)]
-                if o[ai] - lo < 0 or o[ai] + dom[ai] + hi > n:
-                    raise self._halo_error(f.name, axis, lo, hi, o[ai], dom[ai], n)
-
-    def _halo_error(self, name: str, axis: str, lo: int, hi: int, o: int, d: int, n: int
-                    ) -> ArgumentError:
-        return ArgumentError(
-            f"field '{name}' lacks the halo the stencil needs along {axis}: "
-            f"it reads {lo} point(s) before and {hi} after the domain "
-            f"(origin {o}, domain {d}, extent {n})",
-            stencil=self.__name__, loc=self.definition.loc,
-            hint=f"give '{name}' an origin of at least {lo} and a size of at "
-                 f"least origin + domain + {hi} along {axis}")
+        shapes = {f.name: np.shape(fields[f.name]) for f in self._parameter_fields}
+        return geo_analysis.resolve(self.geometry_rules(plan), shapes, origin, domain, validate)
 
     def _temporaries(self, geo: Geometry, plan: Plan, backend: registry.Backend
                      ) -> dict[str, np.ndarray]:
@@ -440,7 +297,7 @@ class ComputationStencil:
                                      "the plane as a Field[IJ, ...] parameter")
 
     def _planes(self, geo: Geometry, backend: registry.Backend, values: dict[str, object],
-                fields: dict[str, object], on_device: bool
+                fields: dict[str, object], device: adapters.Adapter | None
                 ) -> tuple[dict[str, object], dict[str, object]]:
         """``values`` and ``fields`` with the fields the stencil allocates: the 2-D
         temporaries, zeroed planes new for each call (a plane carries values across levels
@@ -454,12 +311,8 @@ class ComputationStencil:
             host = np.zeros(geo.plane_shapes[f.name], f.dtype)
             if f.name == level:
                 host[:] = np.arange(host.size) - geo.origins[level][2]
-            if on_device:
-                from .integrations import device
-
-                xp = storage.array_module(backend)
-                values[f.name] = device.cuda_view(backend, xp.asarray(host))
-                fields[f.name] = device.stand_in(values[f.name], writable=True)
+            if device is not None:
+                values[f.name], fields[f.name] = device.upload(backend, host)
             else:
                 values[f.name] = fields[f.name] = host
         return values, fields
@@ -507,28 +360,3 @@ def _gt_origins(params: tuple[c.FieldDecl, ...], fields: dict[str, object]) -> d
         if o is not None:
             found[f.name] = tuple(int(x) for x in o)[:len(f.axes)]
     return found or None
-
-
-def _shared_origin(params: tuple[c.FieldDecl, ...], fields: dict[str, np.ndarray],
-                   own: dict[str, Origin]) -> dict[str, Origin]:
-    """When every 3-D field has one shape: the origin they share (per axis, the largest halo
-    any of them needs), so that equally shaped arrays are indexed alike; 2-D and 1-D fields of
-    the same sizes along their axes share it too."""
-    shapes = {np.shape(fields[f.name])[:3] for f in params if f.axes == "IJK"}
-    if len(shapes) != 1:
-        return {}
-    shape = shapes.pop()
-    members = [f for f in params
-               if all(i < np.ndim(fields[f.name]) and
-                      np.shape(fields[f.name])[i] == shape["IJK".index(a)]
-                      for i, a in enumerate(f.axes))]
-    origin = tuple(max((own[f.name][a] for f in members if "IJK"[a] in f.axes), default=0)
-                   for a in range(3))
-    return {f.name: origin for f in members}  # type: ignore[misc]
-
-
-def _expand(o: tuple[int, ...], axes: str) -> Origin:
-    full = [0, 0, 0]
-    for v, a in zip(o, axes):
-        full["IJK".index(a)] = v
-    return tuple(full)  # type: ignore[return-value]

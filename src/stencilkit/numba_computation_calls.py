@@ -8,9 +8,10 @@ dimensions, dtypes, writability; scalars' kinds) when the caller is compiled, an
 "numba" backend's computation for the fields' layouts, whatever the stencil's backend.
 
 The call computes the default origin and domain from the fields' shapes at run time, with
-``_geometry`` below: ``ComputationStencil._geometry`` for ``origin=None, domain=None``, driven by
-tables made from the schedule when the call is typed (checked against the Python one in the
-tests), raising the same errors (halo too small, domain below the regions' minimum). Then it
+``_geometry`` below: ``analysis.geometry.default_geometry`` compiled by Numba, the table form
+of the one geometry analysis for ``origin=None, domain=None``, driven by tables made from the
+schedule when the call is typed (checked against ``geometry.resolve`` in the tests), raising
+the same errors (``geometry.table_error``: halo too small, domain below the regions' minimum). Then it
 allocates the temporaries and calls the built entry point, the same ``parallel`` dispatcher a
 call from Python runs: the computation is not inlined into the caller, so its arithmetic is
 compiled with the backend's own flags (NumPy's error model, whatever the caller's
@@ -26,6 +27,7 @@ compiled: call the computation from Python for those.
 from __future__ import annotations
 
 import weakref
+from types import FunctionType
 from typing import TYPE_CHECKING
 
 import numba
@@ -35,6 +37,7 @@ from numba.extending import intrinsic
 from numba.np.numpy_support import as_dtype
 
 from . import registry
+from .analysis import geometry
 from .errors import ArgumentError
 from .numba_calls import PointStencilType, _cache_guard, _loc_text, _overlap, _type_of, register
 
@@ -165,131 +168,15 @@ def _implementation(comp: ComputationStencil, args: tuple, kwargs: dict):
 
 def geometry_tables(comp: ComputationStencil, plan) -> dict[str, np.ndarray]:
     """What ``_geometry`` needs of the definition and schedule, as int64 arrays."""
-    defn, sched = comp.definition, comp.schedule
-    fields = [f.name for f in defn.fields]
-    temps = [t for t, _ in plan.definition.temporaries]
-    has = np.array([[a in f.axes for a in "IJK"] for f in defn.fields], np.int64).reshape(-1, 3)
-    own = np.array([comp._own_origin(f) for f in fields], np.int64).reshape(-1, 3)
-    hi = np.array([(sched.extent(f)[1], sched.extent(f)[3], 0) for f in fields],
-                  np.int64).reshape(-1, 3)
-    ijk = np.array([f.axes == "IJK" for f in defn.fields], np.int64)
-    order = np.array([["IJK".index(a) for a in f.axes] + [-1] * (3 - len(f.axes))
-                      for f in defn.fields], np.int64).reshape(-1, 3)
-
-    def k_table(schedule, names):
-        rows = [(names.index(a.name), a.interval.start.offset, a.interval.start.from_end,
-                 a.interval.end.offset, a.interval.end.from_end, a.dk_lo, a.dk_hi)
-                for a in schedule.k_accesses if a.name in names]
-        return np.array(rows, np.int64).reshape(-1, 7)
-
-    t_ext = np.array([plan.schedule.extent(t)[:4] for t in temps], np.int64).reshape(-1, 4)
-    return {"HAS": has, "OWN": own, "HI": hi, "IJK": ijk, "ORDER": order,
-            "KF": k_table(sched, fields), "MIN": np.array(plan.schedule.min_domain, np.int64),
-            "KT": k_table(plan.schedule, temps), "TEXT": t_ext}
+    return geometry.tables(comp.geometry_rules(plan))
 
 
-@numba.njit(cache=True, nogil=True)
-def _k_need(ka, idx, nk):
-    """``ComputationStencil._k_need`` over a table of ``KAccess``es."""
-    below = 0
-    above = 0
-    for r in range(ka.shape[0]):
-        if ka[r, 0] != idx:
-            continue
-        k0 = max(0, ka[r, 1] + (nk if ka[r, 2] else 0))
-        k1 = min(nk, ka[r, 3] + (nk if ka[r, 4] else 0))
-        if k1 <= k0:
-            continue
-        below = max(below, -(k0 + ka[r, 5]))
-        above = max(above, (k1 - 1 + ka[r, 6]) - (nk - 1))
-    return below, above
-
-
-@numba.njit(cache=True, nogil=True)
-def _geometry(shapes, has, own, hi, ijk, order, kf, min_domain, kt, t_ext):
-    """``ComputationStencil._geometry`` with the default origin and domain. ``shapes``: per
-    field, its array's size along I, J, K (0 where it lacks the axis). Returns the status
-    (0; 1: domain below the regions' minimum; 2: a halo too small), the status's values, the
-    origins of the fields then the temporaries, the domain and the temporaries' shapes."""
-    nf = shapes.shape[0]
-    nt = t_ext.shape[0]
-    info = np.zeros(7, np.int64)
-    origins = np.zeros((nf + nt, 3), np.int64)
-    origins[:nf] = own
-    # the origin every equally shaped field shares
-    found = False
-    same = True
-    ref = np.zeros(3, np.int64)
-    for f in range(nf):
-        if ijk[f]:
-            if not found:
-                ref[:] = shapes[f]
-                found = True
-            elif shapes[f, 0] != ref[0] or shapes[f, 1] != ref[1] or shapes[f, 2] != ref[2]:
-                same = False
-    if found and same:
-        member = np.zeros(nf, np.bool_)
-        shared = np.zeros(3, np.int64)
-        for f in range(nf):
-            member[f] = True
-            for a in range(3):
-                if has[f, a] and shapes[f, a] != ref[a]:
-                    member[f] = False
-            if member[f]:
-                for a in range(3):
-                    if has[f, a]:
-                        shared[a] = max(shared[a], own[f, a])
-        for f in range(nf):
-            if member[f]:
-                origins[f] = shared
-    dom = np.zeros(3, np.int64)
-    for a in range(3):
-        found = False
-        best = 0
-        for f in range(nf):
-            if has[f, a]:
-                size = shapes[f, a] - origins[f, a] - hi[f, a]
-                best = size if not found else min(best, size)
-                found = True
-        dom[a] = max(0, best) if found else 0
-    nk = dom[2]
-    for _ in range(4):  # the K halo above may depend on nk through interval bounds
-        shrink = 0
-        for f in range(nf):
-            if has[f, 2]:
-                _, above = _k_need(kf, f, nk)
-                shrink = max(shrink, origins[f, 2] + nk + above - shapes[f, 2])
-        if shrink <= 0:
-            break
-        nk = max(0, nk - shrink)
-    dom[2] = nk
-    t_shapes = np.zeros((nt, 3), np.int64)
-    for a in range(2):
-        if 0 < dom[a] < min_domain[a]:
-            info[0], info[1], info[2] = a, dom[a], min_domain[a]
-            return 1, info, origins, dom, t_shapes
-    for f in range(nf):
-        below, above = _k_need(kf, f, dom[2])
-        for i in range(3):
-            a = order[f, i]
-            if a < 0:
-                break
-            lo = below if a == 2 else own[f, a]
-            up = above if a == 2 else hi[f, a]
-            o = origins[f, a]
-            if o - lo < 0 or o + dom[a] + up > shapes[f, a]:
-                info[0], info[1], info[2], info[3] = f, a, lo, up
-                info[4], info[5], info[6] = o, dom[a], shapes[f, a]
-                return 2, info, origins, dom, t_shapes
-    for t in range(nt):
-        below, above = _k_need(kt, t, dom[2])
-        origins[nf + t, 0] = -t_ext[t, 0]
-        origins[nf + t, 1] = -t_ext[t, 2]
-        origins[nf + t, 2] = below
-        t_shapes[t, 0] = dom[0] + t_ext[t, 1] - t_ext[t, 0]
-        t_shapes[t, 1] = dom[1] + t_ext[t, 3] - t_ext[t, 2]
-        t_shapes[t, 2] = dom[2] + below + above
-    return 0, info, origins, dom, t_shapes
+_k_need = numba.njit(cache=True, nogil=True)(geometry.table_k_need)
+# ``geometry.default_geometry`` compiled as it is, its global ``table_k_need`` the jitted one
+_geometry = numba.njit(cache=True, nogil=True)(FunctionType(
+    geometry.default_geometry.__code__,
+    {**geometry.default_geometry.__globals__, "table_k_need": _k_need},
+    geometry.default_geometry.__name__))
 
 
 # ----------------------------------------------------------------------------- the call
@@ -413,12 +300,9 @@ def _error(comp: ComputationStencil, kind: str, values: list) -> ArgumentError:
     if kind == "range":
         s = defn.scalars[values[0]]
         return arguments.range_error(s.name, s.dtype, values[1])
-    if kind == "geometry" and values[0] == 1:
-        axis, n, least = values[1:4]
-        return comp._min_domain_error("IJK"[axis], n, least)
     if kind == "geometry":
-        f, axis, lo, hi, o, d, n = values[1:]
-        return comp._halo_error(defn.fields[f].name, "IJK"[axis], lo, hi, o, d, n)
+        rules = comp.geometry_rules(comp._plan(registry.REGISTRY["numba"]))
+        return geometry.table_error(rules, values[0], values[1:])
     from .analysis.schedule import variable_k_reads
     from .runtime.computation import k_offset_error
 

@@ -21,7 +21,7 @@ from types import FunctionType
 
 import numpy as np
 
-from . import config, dtypes, integrations
+from . import adapters, config, dtypes
 from .errors import ArgumentError, Location, StencilError
 from .ir.abi import Access, ArgKind
 
@@ -184,8 +184,8 @@ def _set_data(owner: _DataCarrier, value: object) -> None:
     """Copy ``value`` into the carrier's array (same shape, same dtype), as ``x.data = v``."""
     _flush()
     target = owner._data
-    if integrations.is_device(target):  # the array library's own assignment (CuPy's)
-        if not np.isscalar(value) and not integrations.is_device(value):
+    if adapters.is_device(target):  # the array library's own assignment (CuPy's)
+        if not np.isscalar(value) and not adapters.is_device(value):
             # CuPy assigns scalars and device arrays only (a host array would go to
             # ndarray.fill, which refuses it): the values go to the device first
             from . import registry, storage
@@ -225,10 +225,9 @@ class Dat(_DataCarrier):
             except (MemoryError, ValueError):
                 raise ArgumentError(f"no memory for a Dat of shape {shape}",
                                     hint="check the Set size and dim") from None
-        elif integrations.is_device(data):  # a GPU array: the Dat holds it, no copy
-            from .integrations.device import dat_data
-
-            arr = dat_data(dataset.size, self.dim, data, t)  # type: ignore[assignment]
+        elif adapters.is_device(data):  # a GPU array: the Dat holds it, no copy
+            arr = adapters.for_value(data).dat_data(  # type: ignore[union-attr,assignment]
+                dataset.size, self.dim, data, t)
         else:
             try:
                 arr = np.asarray(data)
@@ -267,7 +266,7 @@ class Dat(_DataCarrier):
     @property
     def data_ro(self) -> np.ndarray:
         _flush()
-        if integrations.is_device(self._data):
+        if adapters.is_device(self._data):
             return self._data  # CuPy has no read-only arrays: the array itself
         v = self._data.view()
         v.flags.writeable = False
@@ -469,9 +468,7 @@ class Kernel:
         return f"Kernel({self.name!r}, {'python' if self.func else 'C'})"
 
     def __reduce__(self):
-        from .integrations.pickling import reduce_kernel
-
-        return reduce_kernel(self)  # a Python kernel by source
+        return adapters.reduce(self)  # a Python kernel by source
 
     def generate(self, backend: str | None = None) -> str:
         if self.code is not None:

@@ -15,11 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import config, dtypes, integrations, registry
+from . import adapters, config, dtypes, registry
 from .analysis.neighborhood import MAX_OFFSET, Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
-from .distributed.array import involved
 from .errors import (
     ArgumentError,
     Location,
@@ -129,6 +128,8 @@ def _checked_dims(dims: object, func: object) -> tuple[str, ...] | None:
 
 
 _MAX_OFFSET = MAX_OFFSET
+# whether ``PointStencil``'s call slot is a C module's ``sk_tp_call`` (``_install_fast_call``)
+_SLOT = [False]
 
 
 class PointStencil:
@@ -160,7 +161,8 @@ class PointStencil:
         # call with the same types goes straight to its entry (``codegen.c.exact_entry``).
         self._exact: tuple[PointCall, tuple] | None = None
         self._last: tuple[str, pipeline.TypedPointKernel, str] | None = None
-        self._fast_classes: dict[PointCall, type] = {}
+        # what the C call slot runs for a call with out= (``_install_fast_call``)
+        self._sk_fast: tuple | None = None
 
     def _details(self) -> dict[str, object]:
         return {"mode": self.mode, "neighborhood": self._neighborhood, "cval": self.cval,
@@ -180,9 +182,7 @@ class PointStencil:
                           self._details())
 
     def __reduce__(self):
-        from .integrations.pickling import reduce_point
-
-        return reduce_point(self)  # by definition and options (dask.distributed, multiprocessing)
+        return adapters.reduce(self)  # by definition and options (dask.distributed, ...)
 
     # ------------------------------------------------------------ introspection
 
@@ -284,41 +284,28 @@ class PointStencil:
 
     def _install_fast_call(self, call: PointCall, expected: tuple) -> None:
         """Calls with the types of this one (and ``out=``) skip the Python ``__call__``: the
-        instance moves to a class of its own whose call slot is the C entry's module's
-        ``sk_tp_call`` (``codegen.c.call_slot``), one class per specialization, kept.
+        instance's ``_sk_fast`` names this specialization's C entry, which the class's call
+        slot (``codegen.c.call_slot``: ``sk_tp_call``, installed on ``PointStencil`` once by
+        the first C module that can) runs after its exact-type test.
 
-        Only plain ``PointStencil`` objects move (a subclass may define its own ``__call__``).
-        The class adds nothing else: ``isinstance``, pickling, ``__call__`` and the
-        attributes are the same; only ``type(st) is PointStencil`` turns False once bound."""
-        current = type(self)
-        if current is not PointStencil and "_sk_fast" not in current.__dict__:
+        Only plain ``PointStencil`` objects bind (a subclass may define its own ``__call__``:
+        its slot is Python's, which never reads the state)."""
+        if type(self) is not PointStencil or call.exact is None:
             return
-        cls = self._fast_classes.get(call)
-        if cls is None:
-            install = getattr(getattr(call.entry, "__self__", None), "install_call", None)
+        if not _SLOT[0]:
+            install = getattr(getattr(call.entry, "__self__", None), "install_slot", None)
             if install is None:
                 return
-            cls = type(PointStencil.__name__, (PointStencil,), {
-                "__slots__": (), "__module__": PointStencil.__module__,
-                "__qualname__": PointStencil.__qualname__, "__doc__": PointStencil.__doc__,
-                "_sk_fast": (expected, call.has_cval, call.cval, PointStencil.__call__,
-                             call._after)})
-            install(cls)
-            self._fast_classes[call] = cls
-        if current is not cls:
-            self.__class__ = cls
+            install(PointStencil)
+            _SLOT[0] = True
+        self._sk_fast = (call.exact, expected, call.has_cval, call.cval, call._after)
 
     def _first_call(self, args: tuple[object, ...], out: object):
-        if involved(args, (out,)):  # MPI: DistributedArrays never reach the signature cache
-            from .distributed import point
-
-            return point.call(self, args, out)
-        if any(map(integrations.is_device, args)) or integrations.is_device(out):
-            from .integrations import device  # CuPy arrays: the GPU backend runs in place
-
-            return device.point_call(self, args, out)
-        if integrations.any_foreign(args) or integrations.is_foreign(out):
-            return integrations.point_call(self, args, out)  # dask arrays, xarray objects
+        # MPI-distributed, device, dask and xarray arrays: an adapter runs the call (they
+        # never reach the signature cache, so a call with NumPy arrays never asks)
+        adapter = adapters.for_call(args, (out,))
+        if adapter is not None:
+            return adapter.point_call(self, args, out)
         if out is not None and not isinstance(out, np.ndarray) and not is_device_array(out):
             raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__,
                                 hint="pass out= as a NumPy array")

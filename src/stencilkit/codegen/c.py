@@ -458,7 +458,7 @@ static int sk_view(PyObject *obj, Py_buffer *v, int writable) {
 
 # Part of the cache key of the modules ``python_wrapper`` builds: bumped when the wrapper's
 # functions change, so that a module built by an older version is never loaded.
-WRAPPER_VERSION = "point-wrapper-5"
+WRAPPER_VERSION = "point-wrapper-7"  # 7: the call slot reads the instance's state
 
 
 @dataclass(frozen=True)
@@ -608,44 +608,61 @@ def exact_entry(args: tuple[WrapperArg, ...]) -> str:
     lines += [f"    return sk_call(self, x, {n});", "differ:",
               "    PyErr_SetString(PyExc_TypeError, \"the argument types differ from this "
               "specialization's\");", "    return NULL;", "}"]
-    lines.append(call_slot(n - 3))
+    lines.append(call_slot())
     return "\n".join(lines)
 
 
-def call_slot(nuser: int) -> str:
-    """``install_call(cls)``: makes ``sk_tp_call`` the call slot of ``cls``, a class made for
-    one stencil and this specialization (``stencil.PointStencil._install_fast_call``).
+#: The most user arguments the call slot passes on (more: the Python ``__call__``).
+SLOT_MAX_ARGS = 60
+
+
+def call_slot() -> str:
+    """``install_slot(cls)``: makes ``sk_tp_call`` the call slot of ``cls``
+    (``PointStencil``, once per process: ``stencil.PointStencil._bind_exact``).
 
     Why: a Python-level ``__call__`` costs a frame, the binding of ``*args`` and ``out=`` and
     the attribute reads of the exact-type test, about 0.3 us, more than the whole C entry of a
     small kernel. ``sk_tp_call`` does the same as that method's first lines: with ``out=``
-    and the argument types of ``cls._sk_fast[0]`` (``call_exact``'s ``expected``), it runs the
-    entry; anything else, a refusal included, goes to ``cls._sk_fast[3]`` (the Python
-    ``__call__``), and a nonzero status to ``cls._sk_fast[4]`` (``PointCall._after``), as the
-    Python path does. ``__call__`` in the class dict stays the Python method (introspection,
-    ``inspect.signature``); assigning another one resets the slot, so it wins."""
+    and the argument types the instance's ``_sk_fast`` state names (``(call_exact,
+    expected, has_cval, cval, after)``, set when a call binds the exact path: ``expected`` is
+    ``call_exact``'s), it runs that specialization's ``call_exact`` (of whichever module);
+    anything else, a refusal included, goes to the class's Python ``__call__``, and a nonzero
+    status to ``after`` (``PointCall._after``), as the Python path does. The code is the same
+    in every module, so the class keeps the first module's slot; ``__call__`` in the class
+    dict stays the Python method (introspection, ``inspect.signature``); assigning another one
+    resets the slot, so it wins."""
     return "\n".join([
-        "", "static PyObject *sk_state_name, *sk_out_name;", "",
+        "", "static PyObject *sk_state_name, *sk_out_name, *sk_call_name;", "",
         "static PyObject *sk_tp_call(PyObject *self, PyObject *args, PyObject *kwargs) {",
-        "    PyObject *state = PyDict_GetItemWithError(Py_TYPE(self)->tp_dict, sk_state_name);",
-        "    if (state == NULL || !PyTuple_CheckExact(state) || PyTuple_GET_SIZE(state) != 5) {",
-        "        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, \"stencilkit: the "
-        "fast call's state is missing\");",
-        "        return NULL;", "    }",
-        "    Py_INCREF(state);  /* another thread may move self to another class meanwhile */",
         "    PyObject *res;",
-        f"    PyObject *x[{nuser + 4}];",
         "    Py_ssize_t nargs = PyTuple_GET_SIZE(args);",
-        f"    if (nargs == {nuser} && kwargs != NULL && PyDict_GET_SIZE(kwargs) == 1) {{",
+        "    /* the instance's own state, a new reference: another thread may rebind meanwhile */",
+        "    PyObject *dict = PyObject_GenericGetDict(self, NULL);",
+        "    if (dict == NULL) return NULL;",
+        "    PyObject *state = PyDict_GetItemWithError(dict, sk_state_name);",
+        "    Py_DECREF(dict);",
+        "    if (state == NULL && PyErr_Occurred()) return NULL;",
+        "    if (state == NULL) state = Py_None;",
+        "    Py_INCREF(state);",
+        "    if (PyTuple_CheckExact(state) && PyTuple_GET_SIZE(state) == 5 && kwargs != NULL",
+        "            && PyCFunction_Check(PyTuple_GET_ITEM(state, 0))",
+        "            && PyCFunction_GET_FLAGS(PyTuple_GET_ITEM(state, 0)) == METH_FASTCALL",
+        "            && PyDict_GET_SIZE(kwargs) == 1 && PyTuple_CheckExact(PyTuple_GET_ITEM(state, 1))",
+        "            && PyTuple_GET_SIZE(PyTuple_GET_ITEM(state, 1)) == 2 * (nargs + 3)",
+        f"            && nargs <= {SLOT_MAX_ARGS}) {{",
         "        PyObject *out = PyDict_GetItemWithError(kwargs, sk_out_name);",
         "        if (out == NULL && PyErr_Occurred()) { Py_DECREF(state); return NULL; }",
         "        if (out != NULL && out != Py_None) {",
-        f"            for (int i = 0; i < {nuser}; ++i) x[i + 1] = PyTuple_GET_ITEM(args, i);",
-        "            x[0] = PyTuple_GET_ITEM(state, 0);",
-        f"            x[{nuser + 1}] = out;",
-        f"            x[{nuser + 2}] = PyTuple_GET_ITEM(state, 1);",
-        f"            x[{nuser + 3}] = PyTuple_GET_ITEM(state, 2);",
-        f"            PyObject *status = sk_call_exact(NULL, x, {nuser + 4});",
+        f"            PyObject *x[{SLOT_MAX_ARGS + 4}];",
+        "            x[0] = PyTuple_GET_ITEM(state, 1);",
+        "            for (Py_ssize_t i = 0; i < nargs; ++i) x[i + 1] = PyTuple_GET_ITEM(args, i);",
+        "            x[nargs + 1] = out;",
+        "            x[nargs + 2] = PyTuple_GET_ITEM(state, 2);",
+        "            x[nargs + 3] = PyTuple_GET_ITEM(state, 3);",
+        "            /* call_exact of that specialization's module, called as C (its self unused) */",
+        "            _PyCFunctionFast exact = (_PyCFunctionFast)(void (*)(void))"
+        "PyCFunction_GET_FUNCTION(PyTuple_GET_ITEM(state, 0));",
+        "            PyObject *status = exact(NULL, x, nargs + 4);",
         "            if (status == NULL) {",
         "                if (!PyErr_ExceptionMatches(PyExc_TypeError) && "
         "!PyErr_ExceptionMatches(PyExc_ValueError)",
@@ -661,18 +678,21 @@ def call_slot(nuser: int) -> str:
         "                Py_DECREF(status);", "                Py_DECREF(state);",
         "                return res;", "            }",
         "        }", "    }",
-        "    /* the Python __call__, with self first */",
+        "    Py_DECREF(state);",
+        "    /* the class's Python __call__, with self first */",
+        "    PyObject *method = PyObject_GetAttr((PyObject *)Py_TYPE(self), sk_call_name);",
+        "    if (method == NULL) return NULL;",
         "    PyObject *with_self = PyTuple_New(nargs + 1);",
-        "    if (with_self == NULL) { Py_DECREF(state); return NULL; }",
+        "    if (with_self == NULL) { Py_DECREF(method); return NULL; }",
         "    Py_INCREF(self);", "    PyTuple_SET_ITEM(with_self, 0, self);",
         "    for (Py_ssize_t i = 0; i < nargs; ++i) {",
         "        PyObject *a = PyTuple_GET_ITEM(args, i);",
         "        Py_INCREF(a);", "        PyTuple_SET_ITEM(with_self, i + 1, a);", "    }",
-        "    res = PyObject_Call(PyTuple_GET_ITEM(state, 3), with_self, kwargs);",
-        "    Py_DECREF(with_self);", "    Py_DECREF(state);", "    return res;", "}", "",
-        "static PyObject *sk_install_call(PyObject *self, PyObject *cls) {",
+        "    res = PyObject_Call(method, with_self, kwargs);",
+        "    Py_DECREF(with_self);", "    Py_DECREF(method);", "    return res;", "}", "",
+        "static PyObject *sk_install_slot(PyObject *self, PyObject *cls) {",
         "    if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {",
-        "        PyErr_SetString(PyExc_TypeError, \"install_call needs a class\");",
+        "        PyErr_SetString(PyExc_TypeError, \"install_slot needs a class\");",
         "        return NULL;", "    }",
         "    ((PyTypeObject *)cls)->tp_call = sk_tp_call;",
         "    PyType_Modified((PyTypeObject *)cls);",
@@ -693,12 +713,14 @@ def module_footer(module: str, exact: bool = False, numpy: bool = False) -> str:
     if exact:
         methods.append("    {\"call_exact\", (PyCFunction)(void (*)(void))sk_call_exact, "
                        "METH_FASTCALL, NULL},")
-        methods.append("    {\"install_call\", (PyCFunction)sk_install_call, METH_O, NULL},")
+        methods.append("    {\"install_slot\", (PyCFunction)sk_install_slot, METH_O, NULL},")
         init += [
             "    sk_dtype_name = PyUnicode_InternFromString(\"dtype\");",
             "    sk_state_name = PyUnicode_InternFromString(\"_sk_fast\");",
             "    sk_out_name = PyUnicode_InternFromString(\"out\");",
-            "    if (!sk_dtype_name || !sk_state_name || !sk_out_name) return NULL;"]
+            "    sk_call_name = PyUnicode_InternFromString(\"__call__\");",
+            "    if (!sk_dtype_name || !sk_state_name || !sk_out_name || !sk_call_name) "
+            "return NULL;"]
     module_init = "\n".join([*init, "    return PyModule_Create(&sk_module);", "}"])
     return "\n".join([
         "", "static PyMethodDef sk_methods[] = {", *methods,

@@ -1,7 +1,7 @@
 """Computations (``with computation(...)``) on DistributedArrays.
 
 The call's ``origin``/``domain`` are global: the geometry is worked out exactly as the
-one-process call on the gathered arrays would (``ComputationStencil._geometry`` on
+one-process call on the gathered arrays would (``analysis.geometry.resolve`` on
 zero-stride stand-ins of the global shapes), so defaults and errors are the same. Each rank
 then runs the computation on the part of the global domain its blocks own, on its arrays'
 data (block + halo), after exchanging, per field, what the stages' extended compute domains
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import registry
+from ..analysis import geometry
 from ..analysis import schedule as sch
 from ..errors import ArgumentError, StencilError
 from ..ir import computation as c
@@ -280,13 +281,14 @@ def _pad(a: object, f: c.FieldDecl, axis: int) -> int:
 def _global_geometry(st, plan, fields, axes, origin, domain):
     """Global origins (unpadded coordinates) and domain, checked as the one-process call."""
     defn = st.definition
-    virtual = {f.name: _virtual(fields[f.name], f) for f in defn.fields}
+    shapes = {f.name: np.shape(_virtual(fields[f.name], f)) for f in defn.fields}
+    rules = st.geometry_rules(plan)  # the one-process call's geometry, on the global shapes
     periodic = [a for a, x in enumerate(_AXES) if axes.get(x, (0, 0, False))[2]]
     if periodic:
         given = None
         if origin is not None:  # to padded coordinates
-            given = st._geometry(virtual, origin, (0, 0, 0), False, plan).origins
-        base = st._geometry(virtual, given, domain, False, plan)
+            given = geometry.resolve(rules, shapes, origin, (0, 0, 0), False).origins
+        base = geometry.resolve(rules, shapes, given, domain, False)
         origins = {}
         for f in defn.fields:
             o = list(base.origins[f.name])
@@ -303,7 +305,7 @@ def _global_geometry(st, plan, fields, axes, origin, domain):
                 dom[a] = min(axes[_AXES[a]][0] - (origins[f.name][a] - _pad(fields[f.name], f, a))
                              for f in defn.fields if _AXES[a] in f.axes)
         origin, domain = origins, tuple(dom)
-    geo = st._geometry(virtual, origin, domain, True, plan)
+    geo = geometry.resolve(rules, shapes, origin, domain, True)
     origins = {f.name: tuple(o - _pad(fields[f.name], f, a) for a, o in
                              enumerate(geo.origins[f.name])) for f in defn.fields}
     for x, (_, ranks, per, _) in axes.items():

@@ -1,9 +1,9 @@
 """Stencils on other array libraries' objects: dask arrays, xarray DataArrays, device
 arrays (``device.py``); pickling.
 
-The core (``stencil.py``, ``multistage.py``) hands a call off here with one test,
-:func:`is_foreign`, that never imports dask or xarray: it looks at the module that defined
-the argument's type. Everything here imports its library lazily, on the first such call.
+The user objects reach these through the adapter protocol (``stencilkit.adapters``), never
+directly: an adapter claims an argument by the module that defined its type, without
+importing dask or xarray. Everything here imports its library lazily, on the first such call.
 """
 
 from __future__ import annotations

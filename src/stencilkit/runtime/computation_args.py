@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import integrations
 from ..errors import ArgumentError, did_you_mean
 from ..ir import computation as c
 
@@ -31,8 +30,6 @@ class ComputationArguments:
             v = values[f.name]
             if v is None:
                 raise self.none_error(f.name)
-            if type(v) is not np.ndarray and integrations.is_foreign(v):  # DataArrays
-                values[f.name] = integrations.computation_field(self.name, f.name, v, f.axes)
         for s in self.definition.scalars:
             self.check_scalar(s.name, s.dtype, values[s.name])
         return values
