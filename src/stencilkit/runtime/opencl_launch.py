@@ -1,8 +1,9 @@
 """Running OpenCL launch plans, and the point-kernel call on the OpenCL backend.
 
-A plan runs in order on the device's in-order queue; the host evaluates loop bounds and
-NDRange sizes from the parameters, and reads the one-element status buffer at the end
-(which also waits for the device).
+A plan runs in order on the device's in-order queue; the host evaluates loop bounds,
+NDRange sizes and the conditions the planner left to it (``ir.host_eval``: an ``out=`` call
+that fills no border is one launch) from the parameters, and reads the one-element status
+buffer at the end (which also waits for the device).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import numpy as np
 from ..codegen.opencl import offset_name
 from ..errors import ArgumentError
 from ..ir import kernel as k
+from ..ir.host_eval import extents, host_launches
+from ..ir.plan import HostLoop, LaunchPlan, Step
 from ..passes.lower_point import CVAL, FILL_BORDER
-from ..passes.platforms.opencl import HostLoop, LaunchPlan, Step, evaluate
 from . import opencl as ocl
 from .launch import PointCall, StandardArrays, check_shapes, status_error
 
@@ -42,20 +44,17 @@ class Executable:
         cl = ocl.pyopencl()
         q = self.rt.queue
         cl.enqueue_fill_buffer(q, self.status_buf, np.int32(0), 0, 4)
+        for sc in self.plan.scratch:  # the kernel's top-level local arrays, per call
+            env[sc.symbol.name] = ocl.empty_buffer(self.rt, sc.size * sc.symbol.dtype.itemsize)
+            env[offset_name(sc.symbol)] = 0
         self._steps(self.plan.steps, env)
         cl.enqueue_copy(q, self.status, self.status_buf)  # blocking: waits for the launches
         return int(self.status[0])
 
     def _steps(self, steps: tuple[Step, ...], env: dict[str, object]) -> None:
         cl = ocl.pyopencl()
-        for s in steps:
-            if isinstance(s, HostLoop):
-                a, b, st = (evaluate(x, env) for x in (s.start, s.stop, s.step))
-                for v in range(a, b, st) if st else ():
-                    env[s.counter.name] = v
-                    self._steps(s.body, env)
-                continue
-            sizes = tuple(evaluate(d.stop, env) - evaluate(d.start, env) for d in s.dims)
+        for s in host_launches(steps, env):
+            sizes = extents(s, env)
             if any(n <= 0 for n in sizes):
                 continue
             # A fixed work-group size, the global size rounded up to it (the kernel guards
@@ -241,9 +240,9 @@ class OpenCLParLoop:
                 env[p.name] = view.buffer
                 if not p.has(k.ReadOnly):
                     back.append((view, host, a))
-        for sym, size in zip(exe.plan.scratch, exe.plan.scratch_sizes):
-            env[sym.name] = self.staging.buffer(self.rt, ("scratch", sym.name),
-                                                size * sym.dtype.itemsize)
+        for sc in exe.plan.scratch:
+            env[sc.symbol.name] = self.staging.buffer(self.rt, ("scratch", sc.symbol.name),
+                                                      sc.size * sc.symbol.dtype.itemsize)
         blocks = self._blocks_buffers(parts)
         env[self.blocks.name] = blocks[0] if blocks else None
         most = max((len(p) for p in parts), default=0)
