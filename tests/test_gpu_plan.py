@@ -312,17 +312,15 @@ def test_only_loops_marked_parallel_join_the_grid(platform):
 _LEAVES = st.one_of(st.integers(-50, 50).map(_c), st.sampled_from(["m", "n", "p"]).map(_sym))
 
 
-def _binary(children):
-    def make(op, a, b):
-        if op in ("min", "max"):  # both forms: abstract (MathCall) and platform-lowered (Op)
-            return st.sampled_from([k.MathCall(op, (a, b), dtype=I), k.Op(op, (a, b), dtype=I)])
-        return st.just(k.Op(op, (a, b), dtype=I))
-    return st.tuples(st.sampled_from(["+", "-", "*", "min", "max"]), children, children) \
-        .flatmap(lambda t: make(*t))
+def _binary(op: str, a: k.Expr, b: k.Expr, abstract: bool) -> k.Expr:
+    if op in ("min", "max") and abstract:  # the abstract form (MathCall), else lowered (Op)
+        return k.MathCall(op, (a, b), dtype=I)
+    return k.Op(op, (a, b), dtype=I)
 
 
 _EXPRS = st.recursive(_LEAVES, lambda ch: st.one_of(
-    _binary(ch), ch.map(lambda a: k.Op("neg", (a,), dtype=I))), max_leaves=12)
+    st.builds(_binary, st.sampled_from(["+", "-", "*", "min", "max"]), ch, ch, st.booleans()),
+    ch.map(lambda a: k.Op("neg", (a,), dtype=I))), max_leaves=12)
 
 
 @settings(max_examples=200, deadline=None)
@@ -335,6 +333,13 @@ def test_host_evaluator_against_python_on_the_text_form(e, env, cmp):
     assert evaluate(e, env) == direct
     test = k.Op(cmp, (e, _sym("n")), dtype=np.dtype(bool))
     assert evaluate(test, env) == eval(expr_text(test), {"min": min, "max": max}, dict(env))  # noqa: S307
+
+
+def test_text_form_keeps_the_parentheses_precedence_needs():
+    e = k.Op("-", (_sym("m"), k.Op("+", (_sym("n"), _c(1)), dtype=I)), dtype=I)
+    assert expr_text(e) == "m - (n + 1)"
+    assert expr_text(k.Op("*", (e, _sym("p")), dtype=I)) == "(m - (n + 1)) * p"
+    assert evaluate(e, {"m": 5, "n": 2}) == 2
 
 
 def test_host_evaluator_refuses_what_only_the_device_computes():
