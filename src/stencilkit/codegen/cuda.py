@@ -445,7 +445,7 @@ class CudaPrinter(CFamilyPrinter):
             thread = k.Literal(f"({first})", dtype=d.counter.dtype)
             start = thread if isinstance(d.start, k.Constant) and int(d.start.value) == 0 \
                 else k.Op("+", (d.start, thread), dtype=d.counter.dtype)
-            if covering:
+            if covering or stride is None:  # the grid covers the dimension: one point each
                 test = k.Op("<", (k.Sym(d.counter, dtype=d.counter.dtype), d.stop),
                             dtype=dtypes.BOOL)
                 body = (k.Declare(d.counter, start), k.Branch(test, body))

@@ -38,6 +38,7 @@ from ...ir import kernel as k
 from ...ir.core import Node, rewrite, walk
 from ...ir.host_eval import host_computable
 from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step, plan_text
+from ..pipeline import dump
 from .base import status_constant
 from .c import _TESTS, CPlatform, libm
 
@@ -79,8 +80,6 @@ class GpuPlatform(CPlatform):
         threads touch consecutive elements whatever the order. Without it (or where no
         store says), the innermost loop is dimension 0: the unit stride of C order.
         ``covering``: the caller launches grids that cover every dimension."""
-        from ..pipeline import dump  # noqa: PLC0415 (pipeline imports the lowerings)
-
         plan = dataclasses.replace(_Planner(self, kf, unit).run(), covering=covering)
         dump("plan", f"{self.name} {kf.name}", plan_text(plan))
         return plan
