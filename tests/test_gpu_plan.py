@@ -219,11 +219,42 @@ plan sk_lap3d_point (covering grids)
     body: 3 statement(s)
 """
 
+PLANES_HOST_LOOP = """\
+plan sk_planes_computation
+  launch sk_planes_computation_1: 3-D grid
+    x: k in [max(0, min(nk, 0)), max(0, min(nk, 1)))
+    y: j in [0, nj)
+    z: i in [0, ni)
+    buffers: a_, q_
+    scalars: a_stride_0_:int64, a_stride_1_:int64, q_stride_0_:int64, q_stride_1_:int64,
+      a_origin_I_:int64, a_origin_J_:int64, a_origin_K_:int64, q_origin_I_:int64,
+      q_origin_J_:int64, q_origin_K_:int64, ni:int64, nj:int64, nk:int64
+    body: 1 statement(s)
+  host loop k in [max(0, min(nk, 0)), max(0, min(nk, nk - 1))) step 1:
+    launch sk_planes_computation_2: 2-D grid
+      x: j in [0, nj)
+      y: i in [-1, ni + 1)
+      buffers: a_, t_
+      scalars: a_stride_0_:int64, a_stride_1_:int64, t_stride_0_:int64, t_stride_1_:int64,
+        a_origin_I_:int64, a_origin_J_:int64, a_origin_K_:int64, t_origin_I_:int64,
+        t_origin_J_:int64, t_origin_K_:int64, ni:int64, nj:int64, k:int64
+      body: 1 statement(s)
+    launch sk_planes_computation_3: 2-D grid
+      x: j in [0, nj)
+      y: i in [0, ni)
+      buffers: q_, t_
+      scalars: q_stride_0_:int64, q_stride_1_:int64, t_stride_0_:int64, t_stride_1_:int64,
+        q_origin_I_:int64, q_origin_J_:int64, q_origin_K_:int64, t_origin_I_:int64,
+        t_origin_J_:int64, t_origin_K_:int64, ni:int64, nj:int64, k:int64
+      body: 1 statement(s)
+"""
+
 GOLDEN = {
     "lap3d, C order": LAP3D_C_ORDER,
     "lap3d, storage order": LAP3D_STORAGE_ORDER,
     "FORWARD sweep": FORWARD_SWEEP,
     "PARALLEL, two stages": PARALLEL_TWO_STAGES,
+    "planes: a host loop over K": PLANES_HOST_LOOP,
     "ParLoop INC, CUDA": PARLOOP_INC_CUDA,
     "ParLoop INC, OpenCL": PARLOOP_INC_OPENCL,
     "lap3d, storage order, CUDA narrow covering variant": LAP3D_STORAGE_ORDER_CUDA_VARIANT,
@@ -231,14 +262,15 @@ GOLDEN = {
 
 
 @pytest.mark.parametrize("name", ["lap3d, C order", "lap3d, storage order", "FORWARD sweep",
-                                  "PARALLEL, two stages"])
+                                  "PARALLEL, two stages", "planes: a host loop over K"])
 def test_plans_are_the_same_on_cuda_and_opencl(name):
     """Point kernels and computations have no reductions: the platforms' hooks change only
     what is inside a thread, and the plans read the same on both."""
     cuda, opencl = {"lap3d, C order": lambda: point_plans(True),
                     "lap3d, storage order": lambda: point_plans(False),
                     "FORWARD sweep": lambda: computation_plans(C.column_sum),
-                    "PARALLEL, two stages": lambda: computation_plans(two_stages)}[name]()
+                    "PARALLEL, two stages": lambda: computation_plans(two_stages),
+                    "planes: a host loop over K": lambda: computation_plans(C.planes)}[name]()
     assert plan_text(cuda) == GOLDEN[name]
     assert plan_text(opencl) == GOLDEN[name]
 
@@ -259,6 +291,36 @@ def test_cuda_variant_plans_are_the_same_plan_with_narrow_types():
     variant = Variant(1, frozenset({"a", OUT}), narrow=True, covering=True)
     plan = CUDA_PLATFORM.plan(specialize(kf, variant), (out, 1), covering=True)
     assert plan_text(plan) == GOLDEN["lap3d, storage order, CUDA narrow covering variant"]
+
+
+_ABSTRACT = (k.MathCall, k.AtomicUpdate, k.SetError, k.ParallelRegion, k.StreamedRow,
+             k.StoreFence)
+
+
+def _expressions(plan: LaunchPlan):
+    """Every node of the plan: host loop bounds, grid bounds, conditions, thread code."""
+    def visit(steps):
+        for s in steps:
+            if isinstance(s, HostLoop):
+                yield from (s.start, s.stop, s.step)
+                yield from visit(s.body)
+            else:
+                yield from (e for d in s.dims for e in (d.start, d.stop))
+                yield from (*s.conditions, *s.prologue, *s.body, *s.epilogue)
+    for root in visit(plan.steps):
+        yield from _walk(root)
+
+
+@pytest.mark.parametrize("which", ["point", "planes", "parloop"])
+def test_plans_are_platform_lowered(which):
+    """The printers print a plan as it is and the host evaluates its bounds as they are: no
+    abstract node is left anywhere in it (min/max of the bounds included)."""
+    plans = {"point": lambda: point_plans(True), "planes": lambda: computation_plans(C.planes),
+             "parloop": parloop_plans}[which]()
+    for plan in plans:
+        left = [type(n).__name__ for n in _expressions(plan)
+                if isinstance(n, _ABSTRACT) or isinstance(n, k.Loop) and n.parallel]
+        assert not left, plan_text(plan)
 
 
 # ---------------------------------------------------------------- K sweeps stay serial

@@ -211,6 +211,6 @@ def plan_text(plan: LaunchPlan) -> str:
             else:
                 lines.append(f"{indent}host loop {s.counter.name} in [{expr_text(s.start)}, "
                              f"{expr_text(s.stop)}) step {expr_text(s.step)}:")
-                visit(s.body, indent + "    ")
+                visit(s.body, indent + "  ")
     visit(plan.steps, "  ")
     return "\n".join(lines) + "\n"
