@@ -34,10 +34,6 @@ _OPS: dict[str, Callable[..., object]] = {
     "!": lambda a: not a, "neg": lambda a: -a,
 }
 
-#: the operators (``Op``) and math functions (``MathCall``) the host evaluator computes
-HOST_OPS = frozenset(_OPS)
-
-
 def evaluate(e: k.Expr, env: Mapping[str, object]) -> int | float | bool:
     """The value of ``e`` with the symbols' values from ``env`` (by name). Raises
     NotImplementedError on what only the device can compute (loads, calls, literals)."""

@@ -17,10 +17,9 @@ import numpy as np
 from ... import dtypes
 from ...ir import kernel as k
 from ...ir.core import Node, walk
-from ...ir.host_eval import HOST_OPS  # noqa: F401 (re-exported)
-from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Scratch, Step  # noqa: F401
+from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Scratch, Step  # noqa: F401 (tests)
 from .c import _TESTS
-from .gpu import MAX_DIMS, GpuPlatform, Reduced, identity, privatized  # noqa: F401
+from .gpu import GpuPlatform, Reduced, identity, privatized
 
 #: thread-index expressions per grid dimension (dimension 0 is x, the fastest)
 _AXES = ("x", "y", "z")

@@ -332,7 +332,3 @@ class _Planner:
             out += self.launch((), conds, red.combine, counters)
         return out
 
-
-__all__ = ["MAX_DIMS", "GpuPlatform", "Reduced", "identity", "privatized",
-           "without_thresholds", "Dim", "HostLoop", "Launch", "LaunchPlan", "Partial",
-           "Scratch", "Step"]

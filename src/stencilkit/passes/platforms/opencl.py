@@ -24,7 +24,7 @@ from ...ir import kernel as k
 from ...ir.host_eval import evaluate  # noqa: F401 (re-exported: the runtimes' evaluator)
 from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step  # noqa: F401
 from ..parallel_nests import mark_parallel_nests  # noqa: F401 (platform.mark_parallel_nests)
-from .gpu import MAX_DIMS, GpuPlatform, Reduced, identity, privatized  # noqa: F401
+from .gpu import GpuPlatform, Reduced, identity, privatized
 
 
 class OpenCLPlatform(GpuPlatform):
