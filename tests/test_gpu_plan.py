@@ -448,31 +448,87 @@ def test_host_launches_run_host_loops_and_skip_launches_the_host_decides_against
 # ---------------------------------------------------------------- on PoCL
 
 
-def test_opencl_out_without_fill_is_one_launch(monkeypatch):
-    """The border launch's condition (``fill_border``) is decided on the host: a call with
-    ``out=`` and no ``cval`` launches the interior only, and leaves out's border alone."""
+def test_variants_are_chosen_by_element_strides_for_opencl_views():
+    """OpenCL's device views give strides in elements: the same choice as CUDA's."""
+    from stencilkit.runtime.cuda_variants import choose_elements
+
+    c_order = {"a": ((6, 9, 12), (108, 12, 1)), "out": ((6, 9, 12), (108, 12, 1))}
+    assert choose_elements(c_order, "out") == Variant(2, frozenset({"a", "out"}), True, True)
+    storage = {"a": ((6, 9, 12), (9, 1, 54)), "out": ((6, 9, 12), (9, 1, 54))}
+    assert choose_elements(storage, "out").unit_axis == 1
+    huge = {"out": ((2**11, 2**11, 2**9), (2**20, 2**9, 1))}  # 2**31 elements
+    assert not choose_elements(huge, "out").narrow
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The (kernel, global size) of every OpenCL launch, as they are enqueued."""
     cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
     if not sk.backends()["opencl"].available:
         pytest.skip(f"backend opencl: {sk.backends()['opencl'].reason}")
     launched = []
     enqueue = cl.enqueue_nd_range_kernel
 
-    def counting(queue, kernel, *args, **kwargs):
-        launched.append(kernel.function_name)
-        return enqueue(queue, kernel, *args, **kwargs)
+    def counting(queue, kernel, size, *args, **kwargs):
+        launched.append((kernel.function_name, tuple(size)))
+        return enqueue(queue, kernel, size, *args, **kwargs)
 
     monkeypatch.setattr(cl, "enqueue_nd_range_kernel", counting)
+    return launched
+
+
+def test_opencl_out_without_fill_is_one_launch(launches):
+    """The border launch's condition (``fill_border``) is decided on the host: a call with
+    ``out=`` and no ``cval`` launches the interior only, and leaves out's border alone."""
     a = np.random.default_rng(0).random((6, 7, 8))
     st = sk.stencil(lap3d, backend="opencl")
     expected = sk.stencil(lap3d, backend="numpy")(a)
     np.testing.assert_allclose(st(a), expected, rtol=1e-14)
-    assert len(launched) == 2  # the border filled, the interior
-    launched.clear()
+    assert len(launches) == 2  # the border filled, the interior
+    launches.clear()
     out = np.full_like(a, 7.0)
     st(a, out=out)
-    assert launched == [launched[0]] and launched[0].endswith("_2")  # the interior only
+    assert [name for name, _ in launches] == ["sk_lap3d_point_2"]  # the interior only
     inner = (slice(1, -1),) * 3
     np.testing.assert_allclose(out[inner], expected[inner], rtol=1e-14)
     border = np.ones(a.shape, bool)
     border[inner] = False
     assert (out[border] == 7.0).all()
+
+
+def test_opencl_storage_order_arrays_run_a_variant_with_x_on_their_unit_axis(launches,
+                                                                             monkeypatch):
+    """pyopencl arrays with J unit stride (K outermost, as GPU storages): the call runs the
+    variant whose NDRange dimension 0 is J, built on first use and kept; the results are
+    NumPy's."""
+    import pyopencl.array as cla
+
+    from stencilkit.runtime import opencl as ocl
+
+    q = ocl.device().queue
+    built = []
+    build = ocl.build
+    monkeypatch.setattr(ocl, "build", lambda *args: built.append(args) or build(*args))
+
+    def storage(x):
+        return cla.to_device(q, np.ascontiguousarray(x.transpose(2, 0, 1))).transpose((1, 2, 0))
+
+    def host(d):
+        return d.transpose((2, 0, 1)).get().transpose(1, 2, 0)
+
+    a = np.random.default_rng(1).random((6, 9, 12))
+    st = sk.stencil(lap3d, backend="opencl")
+    expected = sk.stencil(lap3d, backend="numpy")(a)
+    inner = (slice(1, -1),) * 3
+    np.testing.assert_allclose(st(a), expected, rtol=1e-14)
+    assert launches[-1][1][1:] == (7, 4)  # C order: i2 (10 points) on dimension 0, then i1, i0
+    for call in range(2):
+        launches.clear()
+        built.clear()
+        out = storage(np.zeros_like(a))
+        st(storage(a), out=out)
+        assert [size[1:] for _, size in launches] == [(10, 4)]  # i1 first, then i2, i0
+        # the first call builds the device signature's program and the variant's; the
+        # second finds both
+        assert bool(built) == (call == 0)
+        np.testing.assert_allclose(host(out)[inner], expected[inner], rtol=1e-14)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,7 +41,7 @@ from ..ir.host_eval import (
 )
 from ..ir.plan import Launch, LaunchPlan, Step
 from ..passes.platforms.cuda_layout import Variant
-from .cuda_variants import choose
+from .cuda_variants import Variants, choose
 from .launch import PointCall, StandardArrays, status_error
 
 #: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
@@ -208,17 +207,6 @@ def on_device(a: object) -> bool:
 
 
 # ---------------------------------------------------------------- the entry
-
-
-@dataclass(frozen=True)
-class Variants:
-    """How a point kernel's entry gets its other specializations: ``own`` is the variant its
-    plan was built for, ``build`` plans and prints another, ``out`` names the output (whose
-    unit-stride axis decides the grid's x)."""
-
-    own: Variant
-    build: Callable[[Variant], tuple[LaunchPlan, str]]
-    out: str
 
 
 class CudaEntry:

@@ -8,6 +8,8 @@ buffer at the end (which also waits for the device).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..codegen.opencl import offset_name
@@ -16,7 +18,9 @@ from ..ir import kernel as k
 from ..ir.host_eval import extents, host_launches
 from ..ir.plan import HostLoop, LaunchPlan, Step
 from ..passes.lower_point import CVAL, FILL_BORDER
+from ..passes.platforms.cuda_layout import Variant
 from . import opencl as ocl
+from .cuda_variants import Variants, choose_elements
 from .launch import PointCall, StandardArrays, check_shapes, status_error
 
 
@@ -39,6 +43,29 @@ class Executable:
         #: point kernels: (argument names, standard_indexing array positions, border)
         self.point_info: tuple = ((), (), ())
         self.standard: StandardArrays | None = None  # a point kernel's (checked per call)
+        #: a point kernel's other specializations by layout and index width (built on
+        #: first use, as CUDA's: runtime.cuda_variants); this one is ``variants.own``
+        self.variants: Variants | None = None
+        self._variants: dict[Variant, Executable] = {}
+
+    def variant(self, views: dict[str, ocl.DeviceView]) -> Executable:
+        """The executable specialized for the layout and sizes of the device views of a
+        call: this one, or one built now and kept."""
+        if self.variants is None:
+            return self
+        geometry = {n: (v.shape, v.strides) for n, v in views.items()}
+        # NDRanges are rounded up to whole work-groups: they always cover the extents
+        wanted = dataclasses.replace(choose_elements(geometry, self.variants.out),
+                                     covering=False)
+        if wanted == self.variants.own:
+            return self
+        exe = self._variants.get(wanted)
+        if exe is None:
+            plan, source = self.variants.build(wanted)
+            exe = Executable(plan, source, self.stencil)
+            exe.point_info, exe.standard = self.point_info, self.standard
+            self._variants[wanted] = exe
+        return exe
 
     def run(self, env: dict[str, object]) -> int:
         cl = ocl.pyopencl()
@@ -155,7 +182,7 @@ class OpenCLPointCall(PointCall):
                                                staging=self.staging, slot="out")
         scalars[FILL_BORDER] = fill
         scalars[CVAL] = self.cval
-        entry: Executable = self.entry  # type: ignore[assignment]
+        entry = self.entry.variant(views)  # type: ignore[attr-defined]
         status = entry.run(bind(entry.plan.kernel.params, views, scalars))
         if host is not None:
             ocl.from_device(rt, views["out"], host, result)  # type: ignore[arg-type]
