@@ -52,15 +52,14 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
 
     def build(variant: Variant) -> tuple:
         # as CUDA's (registry/cuda.py): the output's unit-stride axis on dimension 0, unit
-        # strides as constants, 32-bit indices where the arrays allow (runtime.cuda_variants)
+        # strides as constants (runtime.cuda_variants; 64-bit indices: opencl_launch says why)
         plan = platform.plan(specialize(kf, variant), unit=(out, variant.unit_axis))
         return plan, printer.program_source(plan)
 
     ndim = kernel.ndim
     units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, types)
              if unit and t.ndim == ndim}
-    own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())),
-                  narrow=True)
+    own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())))
     plan, source = build(own)
     exe = Executable(plan, source, kernel.name)
     exe.variants = Variants(own, build, OUT)

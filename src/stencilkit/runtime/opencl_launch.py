@@ -54,9 +54,11 @@ class Executable:
         if self.variants is None:
             return self
         geometry = {n: (v.shape, v.strides) for n, v in views.items()}
-        # NDRanges are rounded up to whole work-groups: they always cover the extents
+        # NDRanges are rounded up to whole work-groups: they always cover the extents. The
+        # indices stay 64-bit: on PoCL's CPU device 32-bit ones ran lap3d 1.5x slower
+        # (96^3: 1.57 against 1.01 ms), where on a GPU they halve a thread's registers
         wanted = dataclasses.replace(choose_elements(geometry, self.variants.out),
-                                     covering=False)
+                                     covering=False, narrow=False)
         if wanted == self.variants.own:
             return self
         exe = self._variants.get(wanted)
