@@ -37,6 +37,10 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     work-items read neighbouring elements, as vectorizers and coalescing want); pyopencl
     arrays keep their layout (``layout`` says which have a unit last stride)."""
     from ..codegen import opencl as printer
+    from ..ir import kernel as k
+    from ..passes.lower_point import OUT
+    from ..passes.platforms.cuda_layout import Variant, specialize
+    from ..runtime.cuda_variants import Variants
     from ..runtime.launch import standard_arrays
     from ..runtime.opencl_launch import Executable
 
@@ -45,9 +49,21 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype,
                         mode)
     kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params))
-    plan = platform.plan(kf)
-    source = printer.program_source(plan)
+    out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
+
+    def build(variant: Variant) -> tuple:
+        # as CUDA's (registry/cuda.py): the output's unit-stride axis on dimension 0, unit
+        # strides as constants (runtime.cuda_variants; 64-bit indices: opencl_launch says why)
+        plan = platform.plan(specialize(kf, variant), unit=(out, variant.unit_axis))
+        return plan, printer.program_source(plan)
+
+    ndim = kernel.ndim
+    units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, types)
+             if unit and t.ndim == ndim}
+    own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())))
+    plan, source = build(own)
     exe = Executable(plan, source, kernel.name)
+    exe.variants = Variants(own, build, OUT)
     standard = tuple(i for i, p in enumerate(kernel.params)
                      if p in kernel.standard and types[i].is_array)
     exe.point_info = (tuple(kernel.params), standard, typed.neighborhood.border)

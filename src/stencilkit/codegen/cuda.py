@@ -1,4 +1,5 @@
-"""The CUDA printer: a launch plan (``passes.platforms.cuda``) as one CUDA C++ source.
+"""The CUDA printer: a launch plan (``ir.plan``, planned by ``passes.platforms.cuda``) as one
+CUDA C++ source.
 
 Each ``Launch`` is an ``extern "C" __global__`` function (unmangled, so that the launcher
 finds it by name) whose threads cover the grid with grid-stride loops; the innermost
@@ -10,14 +11,14 @@ for kernels on complex numbers, a complex struct with C99's/Numba's arithmetic (
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from ..passes.platforms.cuda import STATUS_POINTER, Launch, LaunchPlan, grid_index
+from ..ir.plan import Launch, LaunchPlan
+from ..passes.platforms.cuda import CUDA_PLATFORM, STATUS_POINTER
 from .c import helper_source, index_helpers
 from .cfamily import CFamilyPrinter
 
@@ -440,11 +441,11 @@ class CudaPrinter(CFamilyPrinter):
         bounds test."""
         body: tuple[k.Stmt, ...] = launch.body
         for dim, d in enumerate(launch.dims):
-            first, stride = grid_index(dim, self.ctype(d.counter.dtype))
+            first, stride = CUDA_PLATFORM.thread_index(dim, self.ctype(d.counter.dtype))
             thread = k.Literal(f"({first})", dtype=d.counter.dtype)
             start = thread if isinstance(d.start, k.Constant) and int(d.start.value) == 0 \
                 else k.Op("+", (d.start, thread), dtype=d.counter.dtype)
-            if covering:
+            if covering or stride is None:  # the grid covers the dimension: one point each
                 test = k.Op("<", (k.Sym(d.counter, dtype=d.counter.dtype), d.stop),
                             dtype=dtypes.BOOL)
                 body = (k.Declare(d.counter, start), k.Branch(test, body))
@@ -475,8 +476,6 @@ def plan_source(plan: LaunchPlan, internal: tuple[k.KernelFunction, ...] = ()) -
     """The CUDA source of a launch plan: the prelude with the helpers used, the internal
     device functions (``internal``, platform-lowered), then one ``__global__`` function per
     launch."""
-    from ..passes.platforms.cuda import CUDA_PLATFORM
-
     kf = plan.kernel
     status = kf.status
     printer = CudaPrinter(status.name if status is not None else "sk_error")
@@ -487,12 +486,8 @@ def plan_source(plan: LaunchPlan, internal: tuple[k.KernelFunction, ...] = ()) -
         printer.helpers |= fp.helpers
     doc = kf.doc.splitlines()[0] if kf.doc else kf.name
     parts.append(f"/* {doc}: {len(plan.launches())} launch(es) */")
-    for launch in plan.launches():
+    for launch in plan.launches():  # its bounds are platform-lowered by the planner
         printer.declared = set()
-        dims = launch.dims
-        launch = dataclasses.replace(
-            launch, dims=tuple(type(d)(d.counter, CUDA_PLATFORM.lower_expr(d.start),
-                                       CUDA_PLATFORM.lower_expr(d.stop)) for d in dims))
         parts += [printer.launch(launch, status, plan.covering), ""]
     helpers = []
     for op, t in sorted(printer.helpers, key=lambda h: (h[0], str(h[1]))):

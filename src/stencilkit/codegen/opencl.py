@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import config, dtypes
 from ..ir import kernel as k
-from ..passes.platforms.opencl import OPENCL_PLATFORM, Launch, LaunchPlan
+from ..ir.plan import Launch, LaunchPlan
+from ..passes.platforms.opencl import OPENCL_PLATFORM
 from . import c as cgen
 from .c import index_helpers
 from .cfamily import CFamilyPrinter
@@ -142,7 +143,10 @@ class OpenCLPrinter(CFamilyPrinter):
             self.declared.add(c)
             start = ("" if isinstance(d.start, k.Constant) and int(d.start.value) == 0
                      else f"{self.expr(d.start, 11)} + ")
-            lines.append(f"    const long {c} = {start}(long)get_global_id({dim});")
+            # a 32-bit variant's counters are int (runtime.cuda_variants.NARROW_LIMIT)
+            ctype = "long" if d.counter.dtype == k.INDEX else cl_type(d.counter.dtype)
+            first, _ = OPENCL_PLATFORM.thread_index(dim, ctype)
+            lines.append(f"    const {ctype} {c} = {start}{first};")
             guards.append(f"{c} < {self.expr(d.stop, 10)}")
         guards += [self.expr(c, 4) for c in launch.conditions]
         body = self.stmts(launch.body, "        " if guards else "    ")

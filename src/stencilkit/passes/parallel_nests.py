@@ -1,6 +1,6 @@
 """Which loops of a lowered point kernel may run as one GPU thread (or OpenCL work-item) per
 iteration: ``mark_parallel_nests`` marks them ``parallel``, which is the only mark the GPU
-platforms (``platforms/cuda.py``, ``platforms/opencl.py``) turn into grid dimensions.
+planner (``platforms/gpu.py``, for CUDA and OpenCL) turns into grid dimensions.
 
 Only point kernels are marked this way: their loops over the output write disjoint points
 and read inputs only. A computation's lowering marks its own loops, and leaves the K loops of

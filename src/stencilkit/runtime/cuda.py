@@ -10,7 +10,7 @@ order, the same returned status), so the shared launchers drive it: ``PointCall`
 2. binds the kernel's parameters (pointers, shapes, strides in elements, scalars of their
    declared types) by the properties of their symbols (``bind``);
 3. walks the plan: host loops in Python, each launch with a grid that covers its dimensions
-   (``launch_config``: ``start``/``stop`` evaluated on the host by ``evaluate``), the device
+   (``launch_config``: ``start``/``stop`` evaluated on the host by ``ir.host_eval``), the device
    status word last;
 4. reads the status word back and returns it (0, or a ``STATUS_*`` code) when NumPy arrays
    were copied back (that copy waits for the kernels anyway). When every array stayed on the
@@ -28,16 +28,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import config
 from ..errors import StencilError
 from ..ir import kernel as k
-from ..passes.platforms.cuda import HostLoop, Launch, LaunchPlan, Step
+from ..ir.host_eval import (
+    evaluate,  # noqa: F401 (re-exported: tests)
+    extents,
+    host_launches,
+)
+from ..ir.plan import Launch, LaunchPlan, Step
 from ..passes.platforms.cuda_layout import Variant
-from .cuda_variants import choose
+from .cuda_variants import Variants, choose
 from .launch import PointCall, StandardArrays, status_error
 
 #: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
@@ -118,39 +122,7 @@ def probe_kernel() -> str | None:
     return None if got == [1, 1, 1, 1] else "a one-line kernel gave a wrong result on CUDA"
 
 
-# ---------------------------------------------------------------- host-side evaluation
-
-
-def evaluate(e: k.Expr, env: Mapping[str, object]) -> int | float | bool:
-    """The value of a kernel IR expression over parameters (loop bounds, conditions)."""
-    match e:
-        case k.Constant(value=v):
-            return v.item()
-        case k.Sym(symbol=s):
-            return env[s.name]  # type: ignore[return-value]
-        case k.Convert(value=v):
-            x = evaluate(v, env)
-            return int(x) if e.dtype.kind in "iu" else bool(x) if e.dtype.kind == "b" else x
-        case k.Select(cond=c, then=a, orelse=b):
-            return evaluate(a, env) if evaluate(c, env) else evaluate(b, env)
-        case k.Op(op=op, args=args) | k.MathCall(func=op, args=args):
-            xs = [evaluate(a, env) for a in args]
-            return _OPS[op](*xs)
-    raise NotImplementedError(f"cannot evaluate {e!r} on the host")
-
-
-def _floordiv(a, b):
-    return 0 if b == 0 else a // b
-
-
-_OPS = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "floordiv": _floordiv, "min": min, "max": max, "minimum": min, "maximum": max,
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
-    "&&": lambda a, b: bool(a and b), "||": lambda a, b: bool(a or b),
-    "!": lambda a: not a, "neg": lambda a: -a,
-}
+# ---------------------------------------------------------------- grids
 
 
 def launch_config(launch: Launch, env: Mapping[str, object], covering: bool = False
@@ -161,8 +133,7 @@ def launch_config(launch: Launch, env: Mapping[str, object], covering: bool = Fa
     happens: a RuntimeError if it does)."""
     block = BLOCKS[len(launch.dims)]
     grid = [1, 1, 1]
-    for i, d in enumerate(launch.dims):
-        n = int(evaluate(d.stop, env)) - int(evaluate(d.start, env))
+    for i, n in enumerate(extents(launch, env)):
         if n <= 0:
             return None
         grid[i] = math.ceil(n / block[i])
@@ -236,17 +207,6 @@ def on_device(a: object) -> bool:
 
 
 # ---------------------------------------------------------------- the entry
-
-
-@dataclass(frozen=True)
-class Variants:
-    """How a point kernel's entry gets its other specializations: ``own`` is the variant its
-    plan was built for, ``build`` plans and prints another, ``out`` names the output (whose
-    unit-stride axis decides the grid's x)."""
-
-    own: Variant
-    build: Callable[[Variant], tuple[LaunchPlan, str]]
-    out: str
 
 
 class CudaEntry:
@@ -372,21 +332,12 @@ class CudaEntry:
 
     def run(self, steps: tuple[Step, ...], env: dict[str, object],
             functions: dict[str, object], status: object) -> None:
-        for s in steps:
-            if isinstance(s, HostLoop):
-                c = s.counter.name
-                i, stop, step = (int(evaluate(x, env)) for x in (s.start, s.stop, s.step))
-                while (i < stop) if step > 0 else (i > stop):
-                    env[c] = i
-                    self.run(s.body, env, functions, status)
-                    i += step
-                continue
-            if s.host_conditions and not all(evaluate(c, env) for c in s.conditions):
-                continue  # nothing to do (a border fill without fill_border): no launch
-            config = launch_config(s, env, self.plan.covering)
+        for launch in host_launches(steps, env):
+            config = launch_config(launch, env, self.plan.covering)
             if config is not None:
                 grid, block = config
-                functions[s.name](grid, block, kernel_arguments(s, env, status))  # type: ignore
+                functions[launch.name](grid, block,  # type: ignore[operator]
+                                       kernel_arguments(launch, env, status))
 
 
 class CudaParLoopEntry(CudaEntry):

@@ -1,9 +1,10 @@
-"""Which specialization of a point kernel a CUDA call runs (``passes.platforms.cuda_layout.
-Variant``), from the device arrays of the call: the output's unit-stride axis (grid x runs
-along it, so that a warp's loads and stores coalesce in any order: C, Fortran, the
-storages of ``sk.empty(..., backend="cuda")`` whose unit stride is J), the arrays with a
-unit stride along it, whether 32-bit index arithmetic is exact for these arrays, and whether
-the grids can cover the extents (a thread per point, no grid-stride loops).
+"""Which specialization of a point kernel a GPU call runs (``passes.platforms.cuda_layout.
+Variant``: CUDA's entries and OpenCL's executables alike), from the device arrays of the
+call: the output's unit-stride axis (grid x runs along it, so that a warp's loads and stores
+coalesce in any order: C, Fortran, the storages of ``sk.empty(..., backend="cuda")`` whose
+unit stride is J), the arrays with a unit stride along it, whether 32-bit index arithmetic
+is exact for these arrays, and whether the grids can cover the extents (a thread per point,
+no grid-stride loops; CUDA's only: OpenCL's NDRanges always cover).
 
 A new variant is built (planned, printed, compiled) on the first call that needs it and kept
 by the entry, as the signature cache keeps specializations.
@@ -12,8 +13,10 @@ by the entry, as the signature cache keeps specializations.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
+from ..ir.plan import LaunchPlan
 from ..passes.platforms.cuda_layout import Variant
 
 #: a call runs 32-bit index arithmetic when every array's extents, strides (in elements) and
@@ -64,6 +67,14 @@ def choose(names: Sequence[str], args: Sequence[object], out: str) -> Variant:
                    NARROW_LIMIT, COVERING_LIMIT)
 
 
+def choose_elements(views: Mapping[str, tuple[Sequence[int], Sequence[int]]], out: str
+                    ) -> Variant:
+    """The variant for arrays given by (shape, strides in elements) by name (OpenCL's
+    device views); ``out`` names the output."""
+    return _choose(tuple((n, tuple(sh), tuple(st), 1) for n, (sh, st) in views.items()), out,
+                   NARROW_LIMIT, COVERING_LIMIT)
+
+
 _SCALARS = (bool, int, float, complex)
 
 
@@ -90,3 +101,14 @@ class _Geometry:
 
     def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
         self.shape, self.strides, self.itemsize = shape, strides, itemsize
+
+
+@dataclass(frozen=True)
+class Variants:
+    """How a point kernel's entry gets its other specializations: ``own`` is the variant its
+    plan was built for, ``build`` plans and prints another, ``out`` names the output (whose
+    unit-stride axis decides the grid's x)."""
+
+    own: Variant
+    build: Callable[[Variant], tuple[LaunchPlan, str]]
+    out: str

@@ -12,22 +12,26 @@ Ensures: no ``ParallelRegion``, ``AtomicUpdate``, ``SetError``, ``MathCall``,
 every ``Loop`` has ``parallel=None`` and ``vectorize=False`` (their meaning is now in the
 statements the hooks returned); the parameters are unchanged.
 
-A platform is a subclass that implements the hooks below. What each backend's hooks do:
+A platform is a subclass that implements the hooks below. The GPU platforms (CUDA, OpenCL)
+share one subclass, ``gpu.GpuPlatform``, whose planner makes grid dimensions of the parallel
+loops before these hooks run on each thread's body. What each backend's hooks do:
 
 =================  ==========================  =========================  =======================
-hook               C (OpenMP)                  CUDA                       OpenCL / Numba
+hook               C (OpenMP)                  CUDA / OpenCL (gpu.py)     Numba
 =================  ==========================  =========================  =======================
-parallel_loop      ``omp parallel for`` +      counter = blockIdx.x *     get_global_id(0) /
-                   schedule, reduction, if     blockDim.x + threadIdx.x,  ``prange``
-                                               guard ``counter < stop``
-parallel_region    ``omp parallel`` + block    (one launch)               (one launch)
+parallel_loop      ``omp parallel for`` +      (a grid dimension, by the  ``prange``
+                   schedule, reduction, if     planner); inside a
+                                               thread: a serial loop
+parallel_region    ``omp parallel`` + block    (one launch)               its body
 vector_loop        ``GCC ivdep``               the loop as is             the loop as is
-atomic_update      ``omp atomic`` + store      ``atomicAdd``              CAS loop helper / --
-set_error          ``omp atomic write``        ``atomicExch`` on a status  a status buffer
-error_prologue,    ``int sk_error = 0`` ...    the status is a parameter  same / a returned int
-error_epilogue     ``return sk_error``
-math_call          sqrt / sqrtf / csqrt,       sqrt / sqrtf (no complex)  native_* or sqrt /
-                   runtime helpers                                        ``math.sqrt``
+atomic_update      ``omp atomic`` + store      ``atomicAdd`` / a CAS      --
+                                               loop helper
+set_error          ``omp atomic write``        the thread's status,       a status array
+                                               stored by the launch
+error_prologue,    ``int sk_error = 0`` ...    (the printer's)            the status array,
+error_epilogue     ``return sk_error``                                    returned
+math_call          sqrt / sqrtf / csqrt,       overloaded names (sqrt),   ``math.sqrt``
+                   runtime helpers             CUDA's complex helpers
 streamed_row       row buffer + streaming      the loop as is             the loop as is
                    copy (``movntdq``) if large
 store_fence        ``sk_store_fence()``        --                         --

@@ -1,0 +1,534 @@
+"""The one GPU planner (``passes.platforms.gpu``) and its plans' text form (``ir.plan``), for
+CUDA and OpenCL, without a device: golden plans of a handful of kernels showing where the two
+platforms differ (only in their hooks), that K sweeps never become grid dimensions, and the
+host evaluator (``ir.host_eval``) against a direct evaluation. On PoCL: what OpenCL gained
+from sharing the planner (an ``out=`` call that fills no border is one launch)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import stencilkit as sk
+from stencilkit.analysis.typing import ArgType
+from stencilkit.gtscript import PARALLEL, Field, computation, interval
+from stencilkit.ir import kernel as k
+from stencilkit.ir.host_eval import evaluate, extents, host_computable, host_launches
+from stencilkit.ir.plan import Dim, HostLoop, Launch, LaunchPlan, expr_text, plan_text
+from stencilkit.passes import pipeline
+from stencilkit.passes.lower_point import OUT, Layout
+from stencilkit.passes.opencl_computation import OpenCLComputationLowering
+from stencilkit.passes.parallel_nests import mark_parallel_nests
+from stencilkit.passes.platforms.cuda import CUDA_PLATFORM
+from stencilkit.passes.platforms.cuda_layout import Variant, specialize
+from stencilkit.passes.platforms.opencl import OPENCL_PLATFORM
+from stencilkit.registry import cuda as cuda_registry
+
+from . import computations as C
+from . import test_parloop as P
+
+I = k.INDEX
+
+
+def lap3d(a):
+    return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1]
+            - 6.0 * a[0, 0, 0])
+
+
+def two_stages(u: Field[float], out: Field[float]):
+    with computation(PARALLEL), interval(...):
+        t = u[1, 0, 0] + u[-1, 0, 0]
+        out = t[0, 1, 0] + t[0, -1, 0]  # noqa: F841
+
+
+# ---------------------------------------------------------------- building plans
+
+
+def _point_kernel(c_order: bool) -> tuple[k.KernelFunction, str]:
+    """lap3d's kernel function as the GPU backends build it (loops marked parallel by
+    ``parallel_nests``), for arrays in C order or in the K-outermost storage order (J unit
+    stride), and the name of its output pointer."""
+    st = sk.stencil(lap3d, backend="numpy")
+    kernel, src = st._parse()
+    typed = pipeline.analyse(kernel, (ArgType(np.dtype(float), 3),), None)
+    kf = pipeline.lower(typed, Layout((c_order,), c_order), src.line_text, "t.py",
+                        np.dtype(float), "constant")
+    kf = dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params))
+    return kf, next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
+
+
+def point_plans(c_order: bool) -> tuple[LaunchPlan, LaunchPlan]:
+    """(CUDA, OpenCL) plans of lap3d with the output's unit-stride axis on dimension 0."""
+    kf, out = _point_kernel(c_order)
+    unit = (out, 2 if c_order else 1)
+    return CUDA_PLATFORM.plan(kf, unit), OPENCL_PLATFORM.plan(kf, unit)
+
+
+def computation_plans(func) -> tuple[LaunchPlan, LaunchPlan]:
+    """(CUDA, OpenCL) plans of a computation, each lowered by its backend's lowering."""
+    cuda = sk.stencil(func)._build(cuda_registry.BACKEND, None)[1].entry.plan
+    st = sk.stencil(func, backend="numpy")
+    scheduled = st.plans[True]  # the plan of backends that inline temporaries
+    layout = {f.name: len(f.axes) - 1 for f in scheduled.definition.fields}
+    layout.update({t: 2 for t, _ in scheduled.definition.temporaries})
+    kf = OpenCLComputationLowering(scheduled.definition, scheduled.schedule, layout,
+                                   st.source).lower_all()
+    return cuda, OPENCL_PLATFORM.plan(kf)
+
+
+def parloop_plans() -> tuple[LaunchPlan, LaunchPlan]:
+    """(CUDA, OpenCL) plans of a ParLoop with a Global INC (a sum over the cells)."""
+    xy, tri, cells, nodes, c2n, coords = P.mesh("hand")
+    loop = sk.ParLoop(P.cell_area, cells, sk.Dat(cells)(sk.WRITE), coords(sk.READ, c2n),
+                      sk.Global(1, 0.25)(sk.INC))
+    return (loop._built("cuda", generate=True)[1].plan,
+            loop._built("opencl", generate=True)[1].exe.plan)
+
+
+# ---------------------------------------------------------------- golden plans
+
+LAP3D_C_ORDER = """\
+plan sk_lap3d_point
+  launch sk_lap3d_point_1: 2-D grid
+    x: b1 in [0, a_shape_1_)
+    y: b0 in [0, a_shape_0_)
+    if (host) fill_border
+    buffers: out
+    scalars: a_shape_0_:int64, a_shape_1_:int64, a_shape_2_:int64, out_stride_0:int64,
+      out_stride_1:int64, fill_border:bool, cval:float64
+    body: 1 statement(s)
+  launch sk_lap3d_point_2: 3-D grid
+    x: i2 in [1, a_shape_2_ - 1)
+    y: i1 in [1, a_shape_1_ - 1)
+    z: i0 in [1, a_shape_0_ - 1)
+    buffers: a_, out
+    scalars: a_shape_0_:int64, a_shape_1_:int64, a_shape_2_:int64, a_stride_0_:int64,
+      a_stride_1_:int64, out_stride_0:int64, out_stride_1:int64
+    body: 3 statement(s)
+"""
+
+LAP3D_STORAGE_ORDER = """\
+plan sk_lap3d_point
+  launch sk_lap3d_point_1: 2-D grid
+    x: b1 in [0, a_shape_1_)
+    y: b0 in [0, a_shape_0_)
+    if (host) fill_border
+    buffers: out
+    scalars: a_shape_0_:int64, a_shape_1_:int64, a_shape_2_:int64, out_stride_0:int64,
+      out_stride_1:int64, out_stride_2:int64, fill_border:bool, cval:float64
+    body: 1 statement(s)
+  launch sk_lap3d_point_2: 3-D grid
+    x: i1 in [1, a_shape_1_ - 1)
+    y: i2 in [1, a_shape_2_ - 1)
+    z: i0 in [1, a_shape_0_ - 1)
+    buffers: a_, out
+    scalars: a_shape_0_:int64, a_shape_1_:int64, a_shape_2_:int64, a_stride_0_:int64,
+      a_stride_1_:int64, a_stride_2_:int64, out_stride_0:int64, out_stride_1:int64,
+      out_stride_2:int64
+    body: 3 statement(s)
+"""
+
+FORWARD_SWEEP = """\
+plan sk_column_sum_computation
+  launch sk_column_sum_computation_1: 2-D grid
+    x: j in [0, nj)
+    y: i in [0, ni)
+    buffers: u_, total_
+    scalars: u_stride_0_:int64, u_stride_1_:int64, total_stride_0_:int64,
+      total_stride_1_:int64, u_origin_I_:int64, u_origin_J_:int64, u_origin_K_:int64,
+      total_origin_I_:int64, total_origin_J_:int64, total_origin_K_:int64, ni:int64,
+      nj:int64, nk:int64
+    body: 2 statement(s)
+"""
+
+PARALLEL_TWO_STAGES = """\
+plan sk_two_stages_computation
+  launch sk_two_stages_computation_1: 3-D grid
+    x: k in [max(0, min(nk, 0)), max(0, min(nk, nk)))
+    y: j in [0, nj)
+    z: i in [0, ni)
+    buffers: u_, out_
+    scalars: u_stride_0_:int64, u_stride_1_:int64, out_stride_0_:int64, out_stride_1_:int64,
+      u_origin_I_:int64, u_origin_J_:int64, u_origin_K_:int64, out_origin_I_:int64,
+      out_origin_J_:int64, out_origin_K_:int64, ni:int64, nj:int64, nk:int64
+    body: 5 statement(s)
+"""
+
+PARLOOP_INC_CUDA = """\
+plan sk_parloop_cell_area
+  scratch r2: 1 x float64
+  launch sk_parloop_cell_area_1: one thread
+    buffers: r2
+    body: 1 statement(s)
+  launch sk_parloop_cell_area_2: 1-D grid
+    x: b in [0, nblocks)
+    buffers: blocks, a0, a1, m1, r2
+    scalars: nblocks:int64
+    body: 1 statement(s)
+    prologue: 2 statement(s)
+    epilogue: 2 statement(s), calls sk_warp_add, sk_lane, sk_atomic_add_f64
+  launch sk_parloop_cell_area_3: one thread
+    buffers: a2, r2
+    body: 1 statement(s)
+"""
+
+PARLOOP_INC_OPENCL = """\
+plan sk_parloop_cell_area
+  scratch r2: 1 x float64
+  launch sk_parloop_cell_area_1: one thread
+    buffers: r2
+    body: 1 statement(s)
+  launch sk_parloop_cell_area_2: 1-D grid
+    x: b in [0, nblocks)
+    buffers: blocks, a0, a1, m1, r2_partial
+    scalars: nblocks:int64
+    body: 1 statement(s)
+    prologue: 2 statement(s)
+    epilogue: 6 statement(s), calls get_local_id, barrier, get_local_size, get_group_id
+    partial r2_partial: 1 x r2_groups float64, group-local r2_group
+  launch sk_parloop_cell_area_3: one thread
+    buffers: r2, r2_partial
+    scalars: r2_groups:int64
+    body: 1 statement(s)
+  launch sk_parloop_cell_area_4: one thread
+    buffers: a2, r2
+    body: 1 statement(s)
+"""
+
+LAP3D_STORAGE_ORDER_CUDA_VARIANT = """\
+plan sk_lap3d_point (covering grids)
+  launch sk_lap3d_point_1: 2-D grid
+    x: b1 in [0, a_shape_1_)
+    y: b0 in [0, a_shape_0_)
+    if (host) fill_border
+    buffers: out
+    scalars: a_shape_0_:int32, a_shape_1_:int32, a_shape_2_:int32, out_stride_0:int32,
+      out_stride_2:int32, fill_border:bool, cval:float64
+    body: 1 statement(s)
+  launch sk_lap3d_point_2: 3-D grid
+    x: i1 in [1, a_shape_1_ - 1)
+    y: i2 in [1, a_shape_2_ - 1)
+    z: i0 in [1, a_shape_0_ - 1)
+    buffers: a_, out
+    scalars: a_shape_0_:int32, a_shape_1_:int32, a_shape_2_:int32, a_stride_0_:int32,
+      a_stride_2_:int32, out_stride_0:int32, out_stride_2:int32
+    body: 3 statement(s)
+"""
+
+PLANES_HOST_LOOP = """\
+plan sk_planes_computation
+  launch sk_planes_computation_1: 3-D grid
+    x: k in [max(0, min(nk, 0)), max(0, min(nk, 1)))
+    y: j in [0, nj)
+    z: i in [0, ni)
+    buffers: a_, q_
+    scalars: a_stride_0_:int64, a_stride_1_:int64, q_stride_0_:int64, q_stride_1_:int64,
+      a_origin_I_:int64, a_origin_J_:int64, a_origin_K_:int64, q_origin_I_:int64,
+      q_origin_J_:int64, q_origin_K_:int64, ni:int64, nj:int64, nk:int64
+    body: 1 statement(s)
+  host loop k in [max(0, min(nk, 0)), max(0, min(nk, nk - 1))) step 1:
+    launch sk_planes_computation_2: 2-D grid
+      x: j in [0, nj)
+      y: i in [-1, ni + 1)
+      buffers: a_, t_
+      scalars: a_stride_0_:int64, a_stride_1_:int64, t_stride_0_:int64, t_stride_1_:int64,
+        a_origin_I_:int64, a_origin_J_:int64, a_origin_K_:int64, t_origin_I_:int64,
+        t_origin_J_:int64, t_origin_K_:int64, ni:int64, nj:int64, k:int64
+      body: 1 statement(s)
+    launch sk_planes_computation_3: 2-D grid
+      x: j in [0, nj)
+      y: i in [0, ni)
+      buffers: q_, t_
+      scalars: q_stride_0_:int64, q_stride_1_:int64, t_stride_0_:int64, t_stride_1_:int64,
+        q_origin_I_:int64, q_origin_J_:int64, q_origin_K_:int64, t_origin_I_:int64,
+        t_origin_J_:int64, t_origin_K_:int64, ni:int64, nj:int64, k:int64
+      body: 1 statement(s)
+"""
+
+GOLDEN = {
+    "lap3d, C order": LAP3D_C_ORDER,
+    "lap3d, storage order": LAP3D_STORAGE_ORDER,
+    "FORWARD sweep": FORWARD_SWEEP,
+    "PARALLEL, two stages": PARALLEL_TWO_STAGES,
+    "planes: a host loop over K": PLANES_HOST_LOOP,
+    "ParLoop INC, CUDA": PARLOOP_INC_CUDA,
+    "ParLoop INC, OpenCL": PARLOOP_INC_OPENCL,
+    "lap3d, storage order, CUDA narrow covering variant": LAP3D_STORAGE_ORDER_CUDA_VARIANT,
+}
+
+
+@pytest.mark.parametrize("name", ["lap3d, C order", "lap3d, storage order", "FORWARD sweep",
+                                  "PARALLEL, two stages", "planes: a host loop over K"])
+def test_plans_are_the_same_on_cuda_and_opencl(name):
+    """Point kernels and computations have no reductions: the platforms' hooks change only
+    what is inside a thread, and the plans read the same on both."""
+    cuda, opencl = {"lap3d, C order": lambda: point_plans(True),
+                    "lap3d, storage order": lambda: point_plans(False),
+                    "FORWARD sweep": lambda: computation_plans(C.column_sum),
+                    "PARALLEL, two stages": lambda: computation_plans(two_stages),
+                    "planes: a host loop over K": lambda: computation_plans(C.planes)}[name]()
+    assert plan_text(cuda) == GOLDEN[name]
+    assert plan_text(opencl) == GOLDEN[name]
+
+
+def test_a_parloop_reduction_differs_by_the_combine_hook_only():
+    """CUDA combines a Global INC's private copies in the launch (warp shuffles, an atomic
+    per warp); OpenCL writes each group's partial and folds them in a one-thread launch
+    after it. The launches around them are the same."""
+    cuda, opencl = parloop_plans()
+    assert plan_text(cuda) == GOLDEN["ParLoop INC, CUDA"]
+    assert plan_text(opencl) == GOLDEN["ParLoop INC, OpenCL"]
+
+
+def test_cuda_variant_plans_are_the_same_plan_with_narrow_types():
+    """The CUDA layout variants (``cuda_layout.specialize``) change only the symbols'
+    declared types and the unit strides (gone from the parameters), not the plan."""
+    kf, out = _point_kernel(False)
+    variant = Variant(1, frozenset({"a", OUT}), narrow=True, covering=True)
+    plan = CUDA_PLATFORM.plan(specialize(kf, variant), (out, 1), covering=True)
+    assert plan_text(plan) == GOLDEN["lap3d, storage order, CUDA narrow covering variant"]
+
+
+_ABSTRACT = (k.MathCall, k.AtomicUpdate, k.SetError, k.ParallelRegion, k.StreamedRow,
+             k.StoreFence)
+
+
+def _expressions(plan: LaunchPlan):
+    """Every node of the plan: host loop bounds, grid bounds, conditions, thread code."""
+    def visit(steps):
+        for s in steps:
+            if isinstance(s, HostLoop):
+                yield from (s.start, s.stop, s.step)
+                yield from visit(s.body)
+            else:
+                yield from (e for d in s.dims for e in (d.start, d.stop))
+                yield from (*s.conditions, *s.prologue, *s.body, *s.epilogue)
+    for root in visit(plan.steps):
+        yield from _walk(root)
+
+
+@pytest.mark.parametrize("which", ["point", "planes", "parloop"])
+def test_plans_are_platform_lowered(which):
+    """The printers print a plan as it is and the host evaluates its bounds as they are: no
+    abstract node is left anywhere in it (min/max of the bounds included)."""
+    plans = {"point": lambda: point_plans(True), "planes": lambda: computation_plans(C.planes),
+             "parloop": parloop_plans}[which]()
+    for plan in plans:
+        left = [type(n).__name__ for n in _expressions(plan)
+                if isinstance(n, _ABSTRACT) or isinstance(n, k.Loop) and n.parallel]
+        assert not left, plan_text(plan)
+
+
+# ---------------------------------------------------------------- K sweeps stay serial
+
+
+@pytest.mark.parametrize("func", [C.column_sum, C.implicit_diffusion, C.tridiagonal])
+def test_no_k_sweep_loop_becomes_a_grid_dimension(func):
+    for plan in computation_plans(func):
+        for launch in plan.launches():
+            assert "k" not in [d.counter.name for d in launch.dims], plan_text(plan)
+        assert any(isinstance(n, k.Loop) and n.counter.name == "k"
+                   for launch in plan.launches() for s in launch.body for n in _walk(s))
+
+
+def _walk(s):
+    from stencilkit.ir.core import walk
+
+    return walk(s)
+
+
+def _c(v: int) -> k.Constant:
+    return k.Constant(np.int64(v), dtype=I)
+
+
+def _sym(name: str) -> k.Sym:
+    return k.Sym(k.Symbol(name, I), dtype=I)
+
+
+@pytest.mark.parametrize("platform", [CUDA_PLATFORM, OPENCL_PLATFORM], ids=["cuda", "opencl"])
+def test_only_loops_marked_parallel_join_the_grid(platform):
+    """A serial loop nested alone in a parallel one (a sweep: level k reads level k - 1)
+    stays in the thread's body, however perfectly nested."""
+    n = k.Symbol("n", I)
+    buf = k.Buffer("a", np.dtype(float), k.Symbol("a_", np.dtype(float), pointer=True),
+                   (_sym("n"), _sym("n")), (_sym("n"), _c(1)))
+    i, kk = k.Symbol("i", I), k.Symbol("k", I)
+    read = k.Load(buf, (k.Sym(i, dtype=I), k.Op("-", (k.Sym(kk, dtype=I), _c(1)), dtype=I)),
+                  dtype=np.dtype(float))
+    sweep = k.Loop(kk, _c(1), _sym("n"), _c(1),
+                   (k.Store(buf, (k.Sym(i, dtype=I), k.Sym(kk, dtype=I)), read),))
+    columns = k.Loop(i, _c(0), _sym("n"), _c(1), (sweep,), k.Parallel())
+    kf = k.KernelFunction("sweep", (buf.base, n), (columns,), (buf,))
+    (launch,) = platform.plan(kf).launches()
+    assert [d.counter.name for d in launch.dims] == ["i"]
+    assert launch.body == (sweep,)
+
+
+# ---------------------------------------------------------------- the host evaluator
+
+
+_LEAVES = st.one_of(st.integers(-50, 50).map(_c), st.sampled_from(["m", "n", "p"]).map(_sym))
+
+
+def _binary(op: str, a: k.Expr, b: k.Expr, abstract: bool) -> k.Expr:
+    if op in ("min", "max") and abstract:  # the abstract form (MathCall), else lowered (Op)
+        return k.MathCall(op, (a, b), dtype=I)
+    return k.Op(op, (a, b), dtype=I)
+
+
+_EXPRS = st.recursive(_LEAVES, lambda ch: st.one_of(
+    st.builds(_binary, st.sampled_from(["+", "-", "*", "min", "max"]), ch, ch, st.booleans()),
+    ch.map(lambda a: k.Op("neg", (a,), dtype=I))), max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_EXPRS, st.fixed_dictionaries({n: st.integers(-100, 100) for n in "mnp"}),
+       st.sampled_from(["<", "<=", ">", ">=", "==", "!="]))
+def test_host_evaluator_against_python_on_the_text_form(e, env, cmp):
+    """``evaluate`` of a bound equals Python's evaluation of its text form (the same C
+    infix for these operators), which checks the text form's parentheses too."""
+    direct = eval(expr_text(e), {"min": min, "max": max}, dict(env))  # noqa: S307
+    assert evaluate(e, env) == direct
+    test = k.Op(cmp, (e, _sym("n")), dtype=np.dtype(bool))
+    assert evaluate(test, env) == eval(expr_text(test), {"min": min, "max": max}, dict(env))  # noqa: S307
+
+
+def test_text_form_keeps_the_parentheses_precedence_needs():
+    e = k.Op("-", (_sym("m"), k.Op("+", (_sym("n"), _c(1)), dtype=I)), dtype=I)
+    assert expr_text(e) == "m - (n + 1)"
+    assert expr_text(k.Op("*", (e, _sym("p")), dtype=I)) == "(m - (n + 1)) * p"
+    assert evaluate(e, {"m": 5, "n": 2}) == 2
+
+
+def test_host_evaluator_refuses_what_only_the_device_computes():
+    assert not host_computable(k.CCall("get_global_id", (_c(0),), dtype=I), {"n"})
+    assert not host_computable(_sym("n"), set())  # not a scalar the host knows
+    assert host_computable(k.Op("<", (_sym("n"), _c(3)), dtype=np.dtype(bool)), {"n"})
+    with pytest.raises(NotImplementedError):
+        evaluate(k.Literal("threadIdx.x", dtype=I), {})
+
+
+def test_grid_extents_of_a_point_plan_are_the_interior():
+    """Evaluated on the host for an array, the interior launch covers the interior points
+    and the border launch the rows of the border."""
+    a = np.zeros((10, 7, 5))
+    for plan in point_plans(True):
+        env = {p.name: 0 for p in plan.kernel.params}
+        for p in plan.kernel.params:
+            shape = p.get(k.ShapeOf)
+            if shape is not None:
+                env[p.name] = a.shape[shape.dim]
+        border, interior = plan.launches()
+        assert extents(interior, env) == (3, 5, 8)  # dimension 0 first: the last axis
+        assert extents(border, env) == (7, 10)
+
+
+def test_host_launches_run_host_loops_and_skip_launches_the_host_decides_against():
+    flag = k.Symbol("flag", np.dtype(bool))
+    yes = Launch("yes", (), (), (), ())
+    host = Launch("host", (), (), (k.Sym(flag, dtype=np.dtype(bool)),), (), host_conditions=True)
+    device = Launch("device", (), (), (k.Sym(flag, dtype=np.dtype(bool)),), ())
+    j = k.Symbol("j", I)
+    seen = []
+    loop = HostLoop(j, _sym("n"), _c(-1), _c(-2), (yes, host, device))
+    env = {"n": 5, "flag": False}
+    for launch in host_launches((loop,), env):
+        seen.append((launch.name, env["j"]))
+    assert seen == [(name, j) for j in range(5, -1, -2) for name in ("yes", "device")]
+    env["flag"] = True
+    assert [s.name for s in host_launches((host,), env)] == ["host"]
+    dims = (Dim(j, _c(2), _sym("n")),)
+    assert extents(Launch("d", (), dims, (), ()), {"n": 9}) == (7,)
+
+
+# ---------------------------------------------------------------- on PoCL
+
+
+def test_variants_are_chosen_by_element_strides_for_opencl_views():
+    """OpenCL's device views give strides in elements: the same choice as CUDA's."""
+    from stencilkit.runtime.cuda_variants import choose_elements
+
+    c_order = {"a": ((6, 9, 12), (108, 12, 1)), "out": ((6, 9, 12), (108, 12, 1))}
+    assert choose_elements(c_order, "out") == Variant(2, frozenset({"a", "out"}), True, True)
+    storage = {"a": ((6, 9, 12), (9, 1, 54)), "out": ((6, 9, 12), (9, 1, 54))}
+    assert choose_elements(storage, "out").unit_axis == 1
+    huge = {"out": ((2**11, 2**11, 2**9), (2**20, 2**9, 1))}  # 2**31 elements
+    assert not choose_elements(huge, "out").narrow
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The (kernel, global size) of every OpenCL launch, as they are enqueued."""
+    cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
+    if not sk.backends()["opencl"].available:
+        pytest.skip(f"backend opencl: {sk.backends()['opencl'].reason}")
+    launched = []
+    enqueue = cl.enqueue_nd_range_kernel
+
+    def counting(queue, kernel, size, *args, **kwargs):
+        launched.append((kernel.function_name, tuple(size)))
+        return enqueue(queue, kernel, size, *args, **kwargs)
+
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", counting)
+    return launched
+
+
+def test_opencl_out_without_fill_is_one_launch(launches):
+    """The border launch's condition (``fill_border``) is decided on the host: a call with
+    ``out=`` and no ``cval`` launches the interior only, and leaves out's border alone."""
+    a = np.random.default_rng(0).random((6, 7, 8))
+    st = sk.stencil(lap3d, backend="opencl")
+    expected = sk.stencil(lap3d, backend="numpy")(a)
+    np.testing.assert_allclose(st(a), expected, rtol=1e-14)
+    assert len(launches) == 2  # the border filled, the interior
+    launches.clear()
+    out = np.full_like(a, 7.0)
+    st(a, out=out)
+    assert [name for name, _ in launches] == ["sk_lap3d_point_2"]  # the interior only
+    inner = (slice(1, -1),) * 3
+    np.testing.assert_allclose(out[inner], expected[inner], rtol=1e-14)
+    border = np.ones(a.shape, bool)
+    border[inner] = False
+    assert (out[border] == 7.0).all()
+
+
+def test_opencl_storage_order_arrays_run_a_variant_with_x_on_their_unit_axis(launches,
+                                                                             monkeypatch):
+    """pyopencl arrays with J unit stride (K outermost, as GPU storages): the call runs the
+    variant whose NDRange dimension 0 is J, built on first use and kept; the results are
+    NumPy's."""
+    import pyopencl.array as cla
+
+    from stencilkit.runtime import opencl as ocl
+
+    q = ocl.device().queue
+    built = []
+    build = ocl.build
+    monkeypatch.setattr(ocl, "build", lambda *args: built.append(args) or build(*args))
+
+    def storage(x):
+        return cla.to_device(q, np.ascontiguousarray(x.transpose(2, 0, 1))).transpose((1, 2, 0))
+
+    def host(d):
+        return d.transpose((2, 0, 1)).get().transpose(1, 2, 0)
+
+    a = np.random.default_rng(1).random((6, 9, 12))
+    st = sk.stencil(lap3d, backend="opencl")
+    expected = sk.stencil(lap3d, backend="numpy")(a)
+    inner = (slice(1, -1),) * 3
+    np.testing.assert_allclose(st(a), expected, rtol=1e-14)
+    assert launches[-1][1][1:] == (7, 4)  # C order: i2 (10 points) on dimension 0, then i1, i0
+    for call in range(2):
+        launches.clear()
+        built.clear()
+        out = storage(np.zeros_like(a))
+        st(storage(a), out=out)
+        assert [size[1:] for _, size in launches] == [(10, 4)]  # i1 first, then i2, i0
+        # the first call builds the device signature's program and the variant's; the
+        # second finds both
+        assert bool(built) == (call == 0)
+        np.testing.assert_allclose(host(out)[inner], expected[inner], rtol=1e-14)
