@@ -23,6 +23,7 @@ from .analysis import schedule as sch
 from .build import cache
 from .distributed.array import involved
 from .errors import ArgumentError, Location, StencilError, at_call, did_you_mean
+from .frontend import aliasing
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .log import build_event
@@ -71,6 +72,15 @@ class ComputationStencil:
             fast_math, self.__name__, Location(code.co_filename, code.co_firstlineno, 1))
         self.externals, self.dtypes = externals, dtypes
         parsed, self.source = parse_computation(func, externals, dtypes)
+        self._parsed = parsed
+        # variants for calls passing one array as a written and a read field (GT4Py's Burgers
+        # demo; frontend/aliasing.py), by the pairs of fields aliased
+        self._alias_variants: dict[frozenset, ComputationStencil] = {}
+        self._aliases: frozenset[tuple[str, str]] = frozenset()
+        self._setup(parsed)
+
+    def _setup(self, parsed: c.ComputationDef) -> None:
+        func = self.func
         dump("ir", self.__name__, c.format_computation(parsed))
         typed = sch.type_computation(parsed)
         sch.check_access_rules(typed)
@@ -195,6 +205,8 @@ class ComputationStencil:
                                     hint="pass exec_info={} (or None)")
             exec_info["call_start_time"] = time.perf_counter()
         values = self._arguments.bind(args, kwargs)
+        if self._aliases:  # the read fields' copies (frontend/aliasing.py)
+            values = aliasing.snapshot(values, self._aliases)
         fields = {f.name: values[f.name] for f in self._parameter_fields}
         if origin is None:
             origin = _gt_origins(self._parameter_fields, fields)
@@ -203,6 +215,11 @@ class ComputationStencil:
             from .integrations import device
 
             values, fields = device.computation_fields(self, values, fields)
+        if not on_device and not self._aliases:
+            pairs = aliasing.aliased_pairs(fields, self._arguments.written_fields)
+            if pairs and aliasing.mergeable(self._parsed, pairs):
+                return self._aliased(pairs)._call(args, kwargs, origin, domain, validate_args,
+                                                  exec_info)
         if validate_args:
             self._arguments.check_fields(fields, overlap=not on_device)
         else:  # unchecked types are the caller's risk; memory safety is not
@@ -246,6 +263,18 @@ class ComputationStencil:
             exec_info["domain"] = geo.domain
             exec_info["origin"] = dict(geo.origins)
             exec_info["backend"] = chosen.name
+
+    def _aliased(self, pairs: frozenset[tuple[str, str]]) -> ComputationStencil:
+        """This computation with the read field of each pair read as its written field."""
+        variant = self._alias_variants.get(pairs)
+        if variant is None:
+            variant = object.__new__(type(self))  # not copy.copy: __reduce__ re-parses
+            variant.__dict__.update(self.__dict__)
+            variant._aliases = pairs
+            variant._alias_variants = {}
+            variant._setup(aliasing.merge_aliases(self._parsed, pairs))
+            self._alias_variants[pairs] = variant
+        return variant
 
     # ------------------------------------------------------------ geometry
 
