@@ -356,3 +356,23 @@ def array_index_out_of_range(a):
 def test_window_array_errors(kernel, message):
     with pytest.raises(sk.StencilError, match=message):
         sk.stencil(kernel)(A)
+
+
+# ------------------------------------------------------------------ fast-math callers
+
+
+def contracted(a):
+    return a[0, 0] * a[0, 1] + a[1, 0] * a[-1, 0] + a[0, -1] * 0.3
+
+
+def test_fastmath_caller_compiles_the_stencil_as_numba_does():
+    """Inside @njit(fastmath=True) the stencil is inlined and compiled with the caller's
+    flags, like numba.stencil: the same bits as Numba's there (docs/numerics.md)."""
+    data = np.random.default_rng(5).random((64, 64))
+    ours, theirs = sk.stencil(contracted), numba.stencil(contracted)
+    fast_ours = numba.njit(parallel=True, fastmath=True)(lambda a: ours(a))
+    fast_theirs = numba.njit(parallel=True, fastmath=True)(lambda a: theirs(a))
+    exact = numba.njit(lambda a: theirs(a))(data)
+    np.testing.assert_array_equal(fast_ours(data), fast_theirs(data))
+    np.testing.assert_array_equal(numba.njit(lambda a: ours(a))(data), exact)
+    np.testing.assert_array_equal(ours(data), exact)
