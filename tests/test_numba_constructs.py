@@ -376,3 +376,60 @@ def test_fastmath_caller_compiles_the_stencil_as_numba_does():
     np.testing.assert_array_equal(fast_ours(data), fast_theirs(data))
     np.testing.assert_array_equal(numba.njit(lambda a: ours(a))(data), exact)
     np.testing.assert_array_equal(ours(data), exact)
+
+
+# ------------------------------------------------------------------ kernels in the style of
+# the third-party projects of issue 28 (written here, not copied)
+
+SOBEL_X = np.array([[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]])
+SOBEL_Y = SOBEL_X.T.copy()
+FIR = np.array([0.05, 0.2, 0.5, 0.2, 0.05], dtype=np.float32)
+
+
+def sobel_magnitude(img):
+    """Image filter: Sobel gradient magnitude with the weights of module arrays."""
+    gx = 0.0
+    gy = 0.0
+    for i in range(-1, 2):
+        for j in range(-1, 2):
+            if (i, j) != (0, 0):
+                gx += SOBEL_X[i + 1, j + 1] * img[i, j]
+                gy += SOBEL_Y[i + 1, j + 1] * img[i, j]
+    return np.sqrt(gx * gx + gy * gy)
+
+
+def fir_smooth(x):
+    """Audio: a symmetric FIR low-pass in float32, as a sample-rate converter writes it."""
+    acc = numba.float32(0.0)
+    for k in range(-2, 3):
+        acc += FIR[k + 2] * x[k]
+    return numba.float32(acc)
+
+
+def cosmic_ray_mask(sci, err):
+    """Astronomy: flag a pixel standing out of its neighbours' median by 5 sigma; NaN
+    (masked) neighbours do not count."""
+    w = np.array([sci[-1, -1], sci[-1, 0], sci[-1, 1], sci[0, -1], sci[0, 1], sci[1, -1],
+                  sci[1, 0], sci[1, 1]])
+    background = np.nanmean(w)
+    if np.isnan(sci[0, 0]) or np.signbit(err[0, 0]):
+        return nb.int8(0)
+    return nb.int8((sci[0, 0] - background) > 5.0 * err[0, 0])
+
+
+def test_sobel_magnitude(backend):
+    _same(sobel_magnitude, (A,), backend, neighborhood=((-1, 1), (-1, 1)))
+
+
+def test_fir_smooth(backend):
+    _same(fir_smooth, (rng.random(64).astype(np.float32),), backend,
+          neighborhood=((-2, 2),))
+
+
+def test_cosmic_ray_mask(backend):
+    sci = rng.normal(100.0, 3.0, size=(12, 13))
+    sci[rng.random(sci.shape) < 0.05] += 200.0
+    sci[rng.random(sci.shape) < 0.05] = np.nan
+    err = np.full_like(sci, 3.0)
+    err[0, 4] = -0.0
+    _same(cosmic_ray_mask, (sci, err), backend, njit_reference=True)
