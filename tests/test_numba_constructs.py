@@ -433,3 +433,51 @@ def test_cosmic_ray_mask(backend):
     err = np.full_like(sci, 3.0)
     err[0, 4] = -0.0
     _same(cosmic_ray_mask, (sci, err), backend, njit_reference=True)
+
+
+# ------------------------------------------------------------------ stencils built in @njit
+
+
+def blur4(a):
+    return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+
+@numba.njit
+def built_from_lambda(x):
+    return sk.stencil(lambda a: a[0, 1] - 2.0 * a[0, 0] + a[0, -1])(x)
+
+
+@numba.njit
+def numba_built_from_lambda(x):
+    return numba.stencil(lambda a: a[0, 1] - 2.0 * a[0, 0] + a[0, -1])(x)
+
+
+@numba.njit(parallel=True)
+def built_from_function(x):
+    y = sk.stencil(blur4, cval=-1.0)(x)
+    return sk.stencil(lambda a: a[0, 0] * 2.0, neighborhood=((0, 0), (0, 0)))(y)
+
+
+def numba_built_from_function(x):
+    # Numba builds stencils from lambdas only in jitted code: the same stencils from Python
+    y = numba.stencil(blur4, cval=-1.0)(x)
+    return numba.stencil(lambda a: a[0, 0] * 2.0)(y)
+
+
+def test_stencils_built_inside_njit():
+    """As Numba's documentation shows for numba.stencil: built and called in jitted code."""
+    for data in (A, INTS):
+        ours, theirs = built_from_lambda(data), numba_built_from_lambda(data)
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(built_from_function(A), numba_built_from_function(A))
+
+
+def test_stencil_built_inside_njit_with_a_variable_option_is_an_error():
+    @numba.njit
+    def variable_option(x, c):
+        return sk.stencil(lambda a: a[0, 0], cval=c)(x)
+
+    with pytest.raises(sk.StencilError, match="option 'cval' of stencil\\(\\) in jitted code "
+                                              "must be a constant"):
+        variable_option(A, 2.0)
