@@ -39,7 +39,7 @@ def element(table: np.ndarray, name: str, index: tuple[d.Expr, ...], loc: Locati
         raise error(f"'{name}' is {table.ndim}-dimensional (shape {table.shape}) but is "
                     f"indexed with {len(index)} index(es)", f"use {table.ndim} indices",
                     cls=StencilTypeError)
-    frozen = np.array(table, copy=True)  # later changes to the caller's array are not seen
+    frozen = table  # read into constants now: later changes are not seen
     constant = [_int_constant(i) for i in index]
     for k, (i, n) in enumerate(zip(constant, frozen.shape)):
         if i is not None and not -n <= i < n:
