@@ -36,18 +36,32 @@ from ..ir.core import rewrite, walk
 
 def same_array(a: object, b: object) -> bool:
     """Whether ``a`` and ``b`` are views of exactly the same elements."""
-    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+    if a is b:
+        return isinstance(a, np.ndarray)
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) \
+            or not np.may_share_memory(a, b):  # every call asks: the cheap test first
         return False
-    ia, ib = a.__array_interface__, b.__array_interface__
-    return (ia["data"][0] == ib["data"][0] and a.shape == b.shape and a.strides == b.strides
-            and a.dtype == b.dtype)
+    return a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
 def aliased_pairs(fields: dict[str, object], written: tuple[str, ...]
                   ) -> frozenset[tuple[str, str]]:
-    """(written field, read-only field) for each pair passed the same array."""
-    return frozenset((w, r) for w in written for r, b in fields.items()
-                     if r != w and r not in written and same_array(fields[w], b))
+    """(written field, read-only field) for each pair passed the same array (every call
+    asks: plain loops, and ``same_array`` only for arrays of one shape)."""
+    pairs = None
+    for w in written:
+        a = fields[w]
+        shape = getattr(a, "shape", None)
+        for r, b in fields.items():
+            if b is a or (getattr(b, "shape", None) == shape and r != w and same_array(a, b)):
+                if r != w and r not in written:
+                    pairs = pairs or set()
+                    pairs.add((w, r))
+    return _NONE if pairs is None else frozenset(pairs)
+
+
+_NONE: frozenset[tuple[str, str]] = frozenset()
 
 
 def mergeable(definition: c.ComputationDef, pairs: frozenset[tuple[str, str]]) -> bool:
