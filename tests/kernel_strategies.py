@@ -4,14 +4,22 @@ tests against Numba (test_properties.py) and the border-mode tests (test_border_
 The kernels mix what Numba users write: several arrays, scalar arguments, locals bound to
 integer constants used as relative indices (-2..2), ``for`` loops over ``range``,
 ``if``/``else`` with returns in branches, conditional expressions, ``min``/``max``/``abs``,
-and lambdas.
+and lambdas; and what third-party code adds (issue 28): casts with Numba's type objects
+(``numba.float32(x)``), ``np.signbit``, tuple comparisons and a captured module array ``W``
+indexed by a constant or the loop variable.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import linecache
 
+import numpy as np
 from hypothesis import strategies as st
+
+#: the array kernels capture (a constant, as in Numba)
+W = np.array([0.5, -1.25, 2.0, 0.75])
+_HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 _counter = [0]
 
@@ -49,13 +57,26 @@ def expressions(draw, scope: Scope, depth: int = 0) -> str:
             else:
                 parts.append(str(draw(st.integers(-2, 2))))
         return f"{array}[{', '.join(parts)}]"
-    op = draw(st.sampled_from(["+", "-", "*", "max", "min", "abs", "if"]))
+    op = draw(st.sampled_from(["+", "-", "*", "max", "min", "abs", "if", "cast", "signbit",
+                               "captured", "tuple"]))
     left = draw(expressions(scope, depth + 1))
     if op == "abs":
         return f"abs({left})"
+    if op == "cast" and _HAVE_NUMBA:
+        return f"numba.{draw(st.sampled_from(['float32', 'float64']))}({left})"
+    if op == "signbit":
+        return f"(np.signbit({left}) * {left})"
+    if op == "captured":
+        index = scope.loop_var if scope.loop_var and draw(st.booleans()) else str(
+            draw(st.integers(-4, 3)))
+        return f"(W[{index}] * {left})"
     right = draw(expressions(scope, depth + 1))
     if op in ("max", "min"):
         return f"{op}({left}, {right})"
+    if op == "tuple":
+        cond = draw(expressions(scope, depth + 1))
+        compare = draw(st.sampled_from(["==", "!=", "<", ">="]))
+        return f"({left} if ({left}, {cond}) {compare} ({right}, 0.5) else {right})"
     if op == "if":
         cond = draw(expressions(scope, depth + 1))
         return f"({left} if {cond} > {draw(st.sampled_from(['0', '0.5', '1']))} else {right})"
@@ -103,6 +124,10 @@ def kernels(draw) -> tuple[str, str, int, list[str], str | None]:
 def _load(source: str, name: str):
     filename = f"<hypothesis-{name}>.py"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {}
+    namespace: dict = {"np": np, "W": W}
+    if _HAVE_NUMBA:
+        import numba
+
+        namespace["numba"] = numba
     exec(compile(source, filename, "exec"), namespace)
     return namespace[name]

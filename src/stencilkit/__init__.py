@@ -117,3 +117,7 @@ __all__ = [
     "as_storage", "empty", "full", "ones", "zeros", "Decomposition", "DistributedArray",
     "get_num_threads", "set_num_threads", "synchronize",
 ]
+
+from . import numba_hook as _numba_hook  # noqa: E402
+
+_numba_hook.arm()  # jitted code may build stencils (imports nothing of numba)

@@ -24,6 +24,7 @@ from .analysis import schedule as sch
 from .analysis.geometry import Geometry
 from .build import cache
 from .errors import ArgumentError, Location, StencilError, at_call
+from .frontend import aliasing
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .log import build_event
@@ -60,6 +61,15 @@ class ComputationStencil:
             fast_math, self.__name__, Location(code.co_filename, code.co_firstlineno, 1))
         self.externals, self.dtypes = externals, dtypes
         parsed, self.source = parse_computation(func, externals, dtypes)
+        self._parsed = parsed
+        # variants for calls passing one array as a written and a read field (GT4Py's Burgers
+        # demo; frontend/aliasing.py), by the pairs of fields aliased
+        self._alias_variants: dict[frozenset, ComputationStencil] = {}
+        self._aliases: frozenset[tuple[str, str]] = frozenset()
+        self._setup(parsed)
+
+    def _setup(self, parsed: c.ComputationDef) -> None:
+        func = self.func
         dump("ir", self.__name__, c.format_computation(parsed))
         typed = sch.type_computation(parsed)
         sch.check_access_rules(typed)
@@ -200,6 +210,8 @@ class ComputationStencil:
                     values[f.name] = convert(f.name, f.axes, values[f.name])
             args, kwargs = (), values
         values = self._arguments.bind(args, kwargs)
+        if self._aliases:  # the read fields' copies (frontend/aliasing.py)
+            values = aliasing.snapshot(values, self._aliases)
         fields = {f.name: values[f.name] for f in self._parameter_fields}
         if origin is None:
             origin = _gt_origins(self._parameter_fields, fields)
@@ -211,6 +223,16 @@ class ComputationStencil:
         """The call on bound arguments (``bind_call``): NumPy fields, or the host stand-ins
         of fields on the ``device`` adapter's arrays, whose device views ``values`` holds."""
         on_device = device is not None
+        if not on_device and not self._aliases:
+            # one array passed as a written field and a read one: GT4Py's semantics
+            # (frontend/aliasing.py) through a variant whose read field is the written one
+            pairs = aliasing.aliased_pairs(fields, self._arguments.written_fields)
+            if pairs and aliasing.mergeable(self._parsed, pairs):
+                variant = self._aliased(pairs)
+                values = aliasing.snapshot(values, variant._aliases)
+                fields = {f.name: values[f.name] for f in variant._parameter_fields}
+                return variant.run_bound(values, fields, origin, domain, validate_args,
+                                         exec_info)
         if validate_args:
             self._arguments.check_fields(fields, overlap=not on_device)
         else:  # unchecked types are the caller's risk; memory safety is not
@@ -254,6 +276,18 @@ class ComputationStencil:
             exec_info["domain"] = geo.domain
             exec_info["origin"] = dict(geo.origins)
             exec_info["backend"] = chosen.name
+
+    def _aliased(self, pairs: frozenset[tuple[str, str]]) -> ComputationStencil:
+        """This computation with the read field of each pair read as its written field."""
+        variant = self._alias_variants.get(pairs)
+        if variant is None:
+            variant = object.__new__(type(self))  # not copy.copy: __reduce__ re-parses
+            variant.__dict__.update(self.__dict__)
+            variant._aliases = pairs
+            variant._alias_variants = {}
+            variant._setup(aliasing.merge_aliases(self._parsed, pairs))
+            self._alias_variants[pairs] = variant
+        return variant
 
     # ------------------------------------------------------------ geometry
 

@@ -21,6 +21,7 @@ raises the same ``ArgumentError`` as from Python.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from typing import TYPE_CHECKING
 
@@ -299,3 +300,95 @@ class JitArgumentError(ArgumentError):
         else:
             err = status_error(int(values[0]), stencil, where)
         super().__init__(err.bare_message, stencil=stencil, loc=where, hint=err.hint)
+
+
+# ----------------------------------------------------------------------------- stencils built
+# inside jitted code
+
+#: the stencils built by jitted functions, by (code or function, options): kept alive, since
+#: the compiled callers find them by digest (``_LIVE`` holds them weakly)
+_BUILT: dict[tuple, PointStencil] = {}
+_OPTIONS = ("neighborhood", "cval", "standard_indexing", "backend", "fast_math")
+
+
+def install_stencil_builder() -> None:
+    """Numba's ``numba_extensions`` entry point (pyproject.toml): see ``numba_hook``."""
+    from . import numba_hook
+
+    numba_hook.install()
+
+
+def replace_by_stencil(func_ir, instr) -> bool:
+    """Numba's untyped pass that inlines closures (``InlineClosureCallPass``) replaces a call
+    of ``numba.stencil`` on a lambda by a constant ``StencilFunc``; ``numba_hook`` has it
+    call this for ``stencilkit.stencil``, which makes the call the ``PointStencil`` built from
+    the lambda's code (with the caller's globals) or from the function, whose calls are
+    typed as any stencil's (above). Options must be constants."""
+    import types as pytypes
+
+    from numba.core import ir
+    from numba.core.ir_utils import get_definition, guard
+
+    from .stencil import stencil as make_stencil  # stencil.py imports this module lazily
+
+    expr = instr.value
+    where = Location(expr.loc.filename, expr.loc.line, (expr.loc.col or 0) + 1)
+    if len(expr.args) != 1 or expr.vararg is not None:
+        raise StencilError("stencil() in jitted code takes the kernel as its one positional "
+                           "argument", loc=where, hint="pass options by keyword")
+    kernel = guard(get_definition, func_ir, expr.args[0])
+    caller_globals = func_ir.func_id.func.__globals__
+    if isinstance(kernel, ir.Expr) and kernel.op == "make_function":
+        if kernel.closure is not None or kernel.defaults is not None:
+            raise StencilError("a lambda that stencil() builds in jitted code cannot use the "
+                               "jitted function's variables or defaults", loc=where,
+                               hint="use module-level names, or build the stencil outside "
+                                    "and pass it in")
+        code = kernel.code
+        key_of: object = code
+        func = pytypes.FunctionType(code, caller_globals, code.co_name)
+    elif isinstance(kernel, (ir.Global, ir.FreeVar)) and isinstance(
+            kernel.value, pytypes.FunctionType):
+        func = key_of = kernel.value
+    else:
+        raise StencilError("stencil() in jitted code takes a lambda or a function",
+                           loc=where, hint="write stencil(lambda a: ...) or stencil(kernel) "
+                                           "with kernel a module-level function")
+    options: dict[str, object] = {}
+    for name, var in expr.kws:
+        value = _constant(func_ir, var) if name in _OPTIONS else _NOT_CONSTANT
+        if value is _NOT_CONSTANT:
+            raise StencilError(f"option '{name}' of stencil() in jitted code must be a "
+                               f"constant, one of {', '.join(_OPTIONS)}", loc=where,
+                               hint="write the option's value literally in the call")
+        options[name] = value
+    key = (key_of, tuple(sorted((k, repr(v)) for k, v in options.items())))
+    st = _BUILT.get(key)
+    if st is None:
+        st = _BUILT[key] = make_stencil(func, **options)
+    built = ir.Global("stencil", st, expr.loc)
+    func_ir._definitions[instr.target.name] = [built]
+    instr.value = built
+    return True
+
+
+_NOT_CONSTANT = object()
+
+
+def _constant(func_ir, var) -> object:
+    """The value of ``var`` where the IR makes it from constants only (tuples of them, as
+    ``neighborhood=((-1, 1),)`` is built), else ``_NOT_CONSTANT``."""
+    from numba.core import ir
+    from numba.core.ir_utils import get_definition, guard
+
+    node = guard(get_definition, func_ir, var)
+    if isinstance(node, (ir.Const, ir.Global, ir.FreeVar)):
+        return node.value
+    if isinstance(node, ir.Expr) and node.op == "build_tuple":
+        items = tuple(_constant(func_ir, v) for v in node.items)
+        return _NOT_CONSTANT if _NOT_CONSTANT in items else items
+    if isinstance(node, ir.Expr) and node.op == "unary" and node.fn in ("-", operator.neg):
+        inner = _constant(func_ir, node.value)
+        return _NOT_CONSTANT if inner is _NOT_CONSTANT else -inner
+    return _NOT_CONSTANT
+

@@ -10,6 +10,7 @@ type, the unification of everything assigned to it (iterated to a fixed point, a
 from __future__ import annotations
 
 import dataclasses
+import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,36 @@ class ArgType:
 
     def __str__(self) -> str:
         return f"array({self.dtype}, {self.ndim}d)" if self.ndim else str(self.dtype)
+
+
+class TypeLike(enum.StrEnum):
+    """Calls the frontend writes where a value's type depends on types known only here (the
+    reductions over ``np.array([...])`` in a kernel, ``frontend.local_arrays``). Typing
+    replaces each by a constant or a cast, so no later pass or printer sees one."""
+
+    ACC_ZERO = "sk.acc_zero"  # 0 in Numba's accumulator type of sum(x): ints widen to int64
+    MEAN_ZERO = "sk.mean_zero"  # 0 in the type of mean(x): float64 for ints, else x's type
+    CAST_LIKE = "sk.cast_like"  # (x, ref): x converted to ref's type (ref is not evaluated)
+
+
+def _accumulator(t: DType) -> DType:
+    """Numba's ``get_accumulator_type``: bools and narrower integers sum in the 64-bit one."""
+    if dtypes.is_bool(t):
+        return dtypes.INT64
+    if t.kind in "iu" and t.itemsize < 8:
+        return np.dtype(np.int64 if t.kind == "i" else np.uint64)
+    return t
+
+
+def _type_like(func: TypeLike, args: tuple[d.Expr, ...], loc: Location | None) -> d.Expr:
+    t = args[-1].dtype
+    if func is TypeLike.CAST_LIKE:
+        return cast(args[0], t)
+    if func is TypeLike.MEAN_ZERO and (dtypes.is_bool(t) or t.kind in "iu"):
+        t = dtypes.FLOAT64
+    elif func is TypeLike.ACC_ZERO:
+        t = _accumulator(t)
+    return d.Const(np.zeros((), t).item(), dtype=t, loc=loc)
 
 
 # Function typing ------------------------------------------------------------------------
@@ -120,6 +151,9 @@ def truth(e: d.Expr) -> d.Expr:
         return e
     zero = d.Const(np.zeros((), e.dtype).item(), dtype=e.dtype, loc=e.loc)
     return d.Compare("!=", e, zero, dtype=dtypes.BOOL, loc=e.loc)
+
+
+_TYPE_LIKE = frozenset(TypeLike)
 
 
 class PendingType(Exception):
@@ -237,6 +271,8 @@ class Typer:
                 c, b, o = truth(self.expr(c)), self.expr(b), self.expr(o)
                 t = self._promote(b, o)
                 return d.IfExp(c, cast(b, t), cast(o, t), dtype=t, loc=e.loc)
+            case d.Call(func=f, args=args) if f in _TYPE_LIKE:
+                return _type_like(TypeLike(f), tuple(self.expr(a) for a in args), e.loc)
             case d.Call(func=f, args=args):
                 args = tuple(self.expr(a) for a in args)
                 ins, out = call_signature(f, [_t(a) for a in args])

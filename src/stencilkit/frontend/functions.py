@@ -58,8 +58,29 @@ def canonical_name(obj: object) -> str | None:
 
 
 def cast_target(obj: object) -> np.dtype | None:
-    """The dtype a type constructor (``float``, ``np.float32``...) converts to, or None."""
-    return _CASTS.get(id(obj))
+    """The dtype a type constructor (``float``, ``np.float32``, ``numba.float32``,
+    ``numba.types.int64``...) converts to, or None."""
+    found = _CASTS.get(id(obj))
+    return found if found is not None else _numba_scalar_type(obj)
+
+
+def _numba_scalar_type(obj: object) -> np.dtype | None:
+    """The dtype of one of Numba's scalar type objects, read from its name: numba is never
+    imported here (the object in the kernel's scope shows the user's code imported it)."""
+    if not type(obj).__module__.startswith("numba.core.types"):
+        return None
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str):
+        return None
+    try:
+        t = np.dtype(name)  # 'float32', 'int64', 'bool', 'complex128' (intp is 'int64')
+    except TypeError:
+        return None
+    return t if t in dtypes.SUPPORTED else None
+
+
+def is_signbit(obj: object) -> bool:
+    return obj is np.signbit
 
 
 def supported_names() -> str:

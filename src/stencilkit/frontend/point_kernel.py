@@ -5,8 +5,11 @@ from __future__ import annotations
 import ast
 from typing import TypeVar
 
+import numpy as np
+
 from ..errors import StencilSyntaxError
 from ..ir import definition as d
+from . import captured
 from .source import SourceFunction, parse_function
 from .translate import Translator, assigned_names
 
@@ -51,6 +54,11 @@ def parse_point_kernel(func: object, standard_indexing: tuple[str, ...] = ()) ->
     relative: set[str] = set()
 
     def subscript(array: str, index: tuple[d.Expr, ...], node: ast.Subscript) -> d.Expr:
+        if array not in params and array not in locals_:
+            found, value = src.lookup(array)
+            if found and isinstance(value, np.ndarray):  # a constant, as in Numba
+                return captured.element(value, array, index, src.loc(node),
+                                        lambda *a, **k: translator.error(node, *a, **k))
         if array not in params:
             raise translator.error(node, f"'{array}' is not an argument of the kernel; only "
                                          "arguments can be indexed",
@@ -60,7 +68,7 @@ def parse_point_kernel(func: object, standard_indexing: tuple[str, ...] = ()) ->
         relative.add(array)
         return d.Access(array, index, loc=src.loc(node))
 
-    translator = Translator(src, locals_, subscript, hoist_deep=True)
+    translator = Translator(src, locals_, subscript, hoist_deep=True, local_arrays=True)
     stmts = translator.stmts(body)
     kernel = d.PointKernel(name, params, stmts, relative=frozenset(relative), standard=standard,
                            loc=loc)

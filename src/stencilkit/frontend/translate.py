@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import StencilError, StencilSyntaxError, StencilTypeError, did_you_mean
 from ..ir import definition as d
-from . import functions
+from . import functions, local_arrays
 from .literals import fold_int_literal
 from .source import SourceFunction
 from .words import construct
@@ -39,13 +39,27 @@ class Translator:
     """
 
     def __init__(self, src: SourceFunction, local_names: set[str], subscript: SubscriptHandler,
-                 *, stencil: str | None = None, hoist_deep: bool = False) -> None:
+                 *, stencil: str | None = None, hoist_deep: bool = False,
+                 local_arrays: bool = False) -> None:
         self.src = src
         self.locals = local_names
         self.subscript = subscript
         self.stencil = stencil or src.name
         self.hoist_deep = hoist_deep  # split very deep expressions into locals (point kernels)
         self.hoisted = 0
+        # np.array([...]) in the kernel (point kernels; frontend.local_arrays): the element
+        # locals of each name bound to one, and the statements a reduction needs, which run
+        # before the statement being translated
+        self.local_arrays = local_arrays
+        self.arrays: dict[str, tuple[d.Name, ...]] = {}
+        self.pending: list[d.Stmt] = []
+        self.fresh_count = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.fresh_count += 1
+        name = f"@{prefix}{self.fresh_count}"  # never a user's name
+        self.locals.add(name)
+        return name
 
     # ------------------------------------------------------------ errors
 
@@ -61,11 +75,19 @@ class Translator:
             if i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) \
                     and isinstance(s.value.value, str):
                 continue  # docstring
-            if self.hoist_deep:
-                for pre in self.split_deep(s):
-                    out.extend(self.stmt(pre))
-            else:
-                out.extend(self.stmt(s))
+            for pre in self.split_deep(s) if self.hoist_deep else [s]:
+                outer, self.pending = self.pending, []
+                try:
+                    translated = self.stmt(pre)
+                    if self.pending and isinstance(pre, ast.While):
+                        raise self.error(pre.test, "a reduction of an array in a while "
+                                         "condition is not supported",
+                                         "assign it to a variable before the loop and at the "
+                                         "end of its body")
+                    out.extend(self.pending)
+                    out.extend(translated)
+                finally:
+                    self.pending = outer
         return tuple(out)
 
     def split_deep(self, s: ast.stmt) -> list[ast.stmt]:
@@ -142,6 +164,8 @@ class Translator:
 
     def assign(self, target: ast.expr, value: ast.expr, s: ast.stmt) -> list[d.Stmt]:
         loc = self.src.loc(s)
+        if isinstance(target, ast.Name) and self.local_arrays and self.array_literal(value):
+            return self.bind_array(target.id, value, s)
         if isinstance(target, ast.Name):
             return [d.Assign(target.id, self.expr(value), loc=loc)]
         if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
@@ -219,13 +243,15 @@ class Translator:
                 if any(type(o) not in _CMPOPS for o in ops):
                     raise self.error(e, "`is`/`in` comparisons are not supported",
                                      "compare numbers with == != < <= > >=")
-                terms = [self.expr(l), *[self.expr(r) for r in rights]]
-                return _balanced("and", [d.Compare(_CMPOPS[type(op)], a, b, loc=loc)
+                terms = [self.expr_or_items(l), *[self.expr_or_items(r) for r in rights]]
+                return _balanced("and", [self.compare(_CMPOPS[type(op)], a, b, e)
                                          for op, a, b in zip(ops, terms, terms[1:])], loc)
             case ast.IfExp(test=c, body=b, orelse=o):
                 return d.IfExp(self.expr(c), self.expr(b), self.expr(o), loc=loc)
             case ast.Call():
                 return self.call(e)
+            case ast.Subscript(value=ast.Name(id=name), slice=index) if name in self.arrays:
+                return self.array_element(name, index, e)
             case ast.Subscript(value=ast.Name(id=name), slice=index):
                 if isinstance(index, ast.Slice) or (isinstance(index, ast.Tuple) and any(
                         isinstance(x, ast.Slice) for x in index.elts)):
@@ -238,6 +264,10 @@ class Translator:
                          "arguments and calls of math/NumPy functions")
 
     def name(self, name: str, node: ast.expr) -> d.Expr:
+        if name in self.arrays:
+            raise self.error(node, f"'{name}' is an array made in the kernel; it can only be "
+                                   "indexed or reduced", "a kernel returns one number: reduce "
+                                   f"it, e.g. np.nanmean({name}), or index it, {name}[0]")
         if name in self.locals:
             return d.Name(name, loc=self.src.loc(node))
         found, value = self.src.lookup(name)
@@ -293,7 +323,15 @@ class Translator:
         if e.keywords:
             raise self.error(e, "keyword arguments in calls are not supported",
                              "pass arguments by position")
+        reduced = self.reduction(e)
+        if reduced is not None:
+            return reduced
         func = self.resolve_global(e.func)
+        if functions.is_signbit(func) and len(e.args) == 1:
+            # the sign bit, for -0.0 and NaNs too; integers: x < 0 (as np.signbit)
+            one = d.Const(1.0, dtype=dtypes.FLOAT64, loc=loc)
+            return d.Compare("<", d.Call("math.copysign", (one, self.expr(e.args[0])), loc=loc),
+                             d.Const(0.0, dtype=dtypes.FLOAT64, loc=loc), loc=loc)
         args = tuple(self.expr(a) for a in e.args)
         target = functions.cast_target(func)
         if target is not None:
@@ -312,6 +350,150 @@ class Translator:
             raise self.error(e, f"{ast.unparse(e.func)}() takes {want} argument(s), "
                                 f"got {len(args)}")
         return d.Call(name, args, loc=loc)
+
+    # ------------------------------------------------------------ tuples
+
+    def expr_or_items(self, e: ast.expr) -> d.Expr | tuple[d.Expr, ...]:
+        if isinstance(e, ast.Tuple) and not any(isinstance(x, ast.Starred) for x in e.elts):
+            return tuple(self.expr(x) for x in e.elts)
+        return self.expr(e)
+
+    def compare(self, op: str, a: d.Expr | tuple[d.Expr, ...], b: d.Expr | tuple[d.Expr, ...],
+                node: ast.expr) -> d.Expr:
+        """``a op b``; for two tuples Python's (and Numba's) lexicographic comparison: equal
+        when all items are, else ordered by the first pair of unequal items (a shorter
+        tuple that is a prefix of the other is smaller)."""
+        loc = self.src.loc(node)
+        if not isinstance(a, tuple) and not isinstance(b, tuple):
+            return d.Compare(op, a, b, loc=loc)
+        if not (isinstance(a, tuple) and isinstance(b, tuple)):
+            raise self.error(node, "a tuple can only be compared with another tuple",
+                             "compare tuples item by item, e.g. (i, j) != (0, 0)")
+
+        def cmp(o: str, x: d.Expr, y: d.Expr) -> d.Expr:
+            return d.Compare(o, x, y, loc=loc)
+
+        def const(v: bool) -> d.Expr:
+            return d.Const(v, dtype=dtypes.BOOL, loc=loc)
+
+        # the result when every common item is equal: decided by the lengths
+        tail = const({"==": len(a) == len(b), "!=": len(a) != len(b), "<": len(a) < len(b),
+                      "<=": len(a) <= len(b), ">": len(a) > len(b), ">=": len(a) >= len(b)}[op])
+        common = min(len(a), len(b))
+        if op in ("==", "!="):
+            if len(a) != len(b):
+                return tail
+            if common == 0:
+                return tail
+            return _balanced("and" if op == "==" else "or",
+                             [cmp(op, x, y) for x, y in zip(a, b)], loc)
+        result = tail
+        for x, y in reversed(list(zip(a, b))):
+            # the first pair that is not equal (NaN included) decides with `op`, as
+            # numba/cpython/tupleobj.py's tuple_cmp_ordered does
+            result = d.IfExp(cmp("==", x, y), result, cmp(op, x, y), loc=loc)
+        return result
+
+    # ------------------------------------------------------------ arrays made in a kernel
+
+    def array_literal(self, e: ast.expr) -> bool:
+        """Whether ``e`` is ``np.array([...])`` (or ``np.asarray``) of a list of values."""
+        if not (isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords
+                and isinstance(e.args[0], (ast.List, ast.Tuple))):
+            return False
+        try:
+            func = self.resolve_global(e.func)
+        except StencilError:
+            return False
+        return func is np.array or func is np.asarray
+
+    def literal_items(self, e: ast.Call) -> list[ast.expr]:
+        items: list[ast.expr] = []
+        stack = [e.args[0]]
+        while stack:  # nested lists are flattened in order, as the reductions see them
+            node = stack.pop(0)
+            if isinstance(node, (ast.List, ast.Tuple)):
+                stack[:0] = list(node.elts)
+            elif isinstance(node, ast.Starred):
+                raise self.error(node, "starred items in np.array([...]) are not supported",
+                                 "list the values")
+            else:
+                items.append(node)
+        if not items:
+            raise self.error(e, "np.array([]) is empty", "list at least one value")
+        return items
+
+    def elements_of(self, e: ast.Call) -> tuple[d.Name, ...]:
+        loc = self.src.loc(e)
+        stmts, names = local_arrays.elements([self.expr(x) for x in self.literal_items(e)],
+                                             self.fresh, loc)
+        self.pending.extend(stmts)
+        return names
+
+    def bind_array(self, name: str, value: ast.Call, s: ast.stmt) -> list[d.Stmt]:
+        stores = sum(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                     for n in ast.walk(self.src.tree))
+        if stores != 1 or name in self.arrays:
+            raise self.error(s, f"'{name}' is bound to np.array([...]) but assigned more "
+                                "than once", "give each array its own name")
+        if isinstance(value.args[0], ast.List) and any(
+                isinstance(x, (ast.List, ast.Tuple)) for x in value.args[0].elts):
+            raise self.error(value, "np.array of nested lists is not supported in kernels",
+                             "list the values in one flat list")
+        self.arrays[name] = self.elements_of(value)
+        return []
+
+    def array_element(self, name: str, index: ast.expr, node: ast.Subscript) -> d.Expr:
+        items = self.arrays[name]
+        i = self.expr(index) if not isinstance(index, (ast.Tuple, ast.Slice)) else None
+        if not (isinstance(i, d.Const) and type(i.value) is int):
+            raise self.error(node, f"'{name}' made by np.array([...]) can only be indexed by "
+                                   "an integer constant", f"write {name}[0] ... "
+                                   f"{name}[{len(items) - 1}]")
+        if not -len(items) <= i.value < len(items):
+            raise self.error(node, f"index {i.value} is out of bounds for '{name}' of "
+                                   f"{len(items)} element(s)",
+                             f"use an index from {-len(items)} to {len(items) - 1}",
+                             cls=StencilTypeError)
+        return items[i.value]
+
+    def reduction(self, e: ast.Call) -> d.Expr | None:
+        """A reduction of an array made in the kernel (``np.nanmean(v)``, ``v.max()``,
+        ``np.max(np.array([...]))``), or None where ``e`` is not one."""
+        if not self.local_arrays or len(e.args) > 1 or e.keywords:
+            return None
+        kind = None
+        operand: ast.expr | None = None
+        if isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Name) \
+                and e.func.value.id in self.arrays and not e.args:
+            kind = local_arrays.METHODS.get(e.func.attr)
+            operand = e.func.value
+            if kind is None:
+                raise self.error(e, f"'{ast.unparse(e.func)}()' is not supported on an array "
+                                    "made in a kernel", "use sum, mean, min or max, or "
+                                    "np.nanmean/np.nanmax/np.nanmin/np.nansum/np.median")
+        elif len(e.args) == 1:
+            arg = e.args[0]
+            if not ((isinstance(arg, ast.Name) and arg.id in self.arrays)
+                    or self.array_literal(arg)):
+                return None
+            func = self.resolve_global(e.func)
+            name = getattr(func, "__name__", None)
+            kind = local_arrays.NUMPY_NAMES.get(name) if getattr(
+                np, name or "", None) is func else None
+            if kind is None:
+                raise self.error(e, f"'{ast.unparse(e.func)}' of an array made in a kernel is "
+                                    "not supported", "use np.sum, np.nansum, np.mean, "
+                                    "np.nanmean, np.min, np.max, np.nanmin, np.nanmax or "
+                                    "np.median")
+            operand = arg
+        if kind is None or operand is None:
+            return None
+        items = (self.arrays[operand.id] if isinstance(operand, ast.Name)
+                 else self.elements_of(operand))  # type: ignore[arg-type]
+        stmts, result = local_arrays.reduce(kind, items, self.fresh, self.src.loc(e))
+        self.pending.extend(stmts)
+        return result
 
     def unknown_call(self, e: ast.Call, func: object, args: tuple[d.Expr, ...]) -> d.Expr:
         raise self.error(e, f"call of '{ast.unparse(e.func)}' is not supported in kernels",
