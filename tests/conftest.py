@@ -14,6 +14,8 @@ os.environ.setdefault("GT_CACHE_ROOT", _cache)  # GT4Py's own cache, out of the 
 # which is most of the OpenCL cases' time; tests/test_opencl.py checks the optimized build
 # (stencilkit's default) on every kind.
 os.environ.setdefault("STENCILKIT_OPENCL_OPTIONS", "-cl-opt-disable")
+# every kernel a test builds has its kernel IR verified after each stage (ir/verify.py)
+os.environ.setdefault("STENCILKIT_VERIFY", "1")
 
 import stencilkit as sk  # noqa: E402
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import BackendError
+from ..ir.verify import checked, checked_plan
 from ..passes import pipeline
 from ..passes.lower_point import Layout
 from ..passes.platforms import opencl as platform
@@ -43,8 +44,8 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     require_dtypes(kernel.name, [t.dtype for t in types] + [out_dtype, kernel.return_type])
     kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype,
                         mode)
-    kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params))
-    plan = platform.plan(kf)
+    kf = checked(dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params)))
+    plan = checked_plan(platform.plan(kf))
     source = printer.program_source(plan)
     exe = Executable(plan, source, kernel.name)
     standard = tuple(i for i, p in enumerate(kernel.params)
@@ -72,8 +73,9 @@ def build_computation(defn, sched, src, fields):
     layout.update({t: 2 for t, _ in defn.temporaries})
     lowering = OpenCLComputationLowering(defn, sched, layout, src)
     kf = lowering.lower_all()
+    kf = checked(kf)
     dump("kernel", defn.name, kernel_ir_text(kf))
-    plan = platform.plan(kf)
+    plan = checked_plan(platform.plan(kf))
     source = printer.program_source(plan)
     exe = Executable(plan, source, defn.name)
     field_names = {f.name for f in defn.fields}
@@ -131,10 +133,12 @@ def build_parloop(name: str, typed, specs, src, race: str):
         race = "color"
     kf = lpl.KernelLowering(typed, specs, src.line_text,
                             src.filename.rsplit("/", 1)[-1]).lower_kernel()
+    kf = checked(kf)
     dump("kernel", name, kernel_ir_text(kf))
     loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs,
                             race == "atomic", kf.uses_error_flag, private=True).lower()
+    loop = checked(loop)
     dump("kernel", f"{name} loop", kernel_ir_text(loop))
-    plan = platform.plan(loop)
+    plan = checked_plan(platform.plan(loop))
     source = printer.program_source(plan, (kf,), offsets=False)
     return source, OpenCLParLoop(Executable(plan, source, name), race)
