@@ -17,6 +17,7 @@ from ..ir.verify import checked, checked_plan
 from ..passes import pipeline
 from ..passes.lower_point import Layout
 from ..passes.platforms import opencl as platform
+from ..passes.simplify import simplify
 
 #: What the generated code computes on: OpenCL C has no complex types.
 DTYPES = frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t))
@@ -44,6 +45,7 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     require_dtypes(kernel.name, [t.dtype for t in types] + [out_dtype, kernel.return_type])
     kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype,
                         mode)
+    kf = checked(simplify(kf))
     kf = checked(dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params)))
     plan = checked_plan(platform.plan(kf))
     source = printer.program_source(plan)
@@ -73,7 +75,7 @@ def build_computation(defn, sched, src, fields):
     layout.update({t: 2 for t, _ in defn.temporaries})
     lowering = OpenCLComputationLowering(defn, sched, layout, src)
     kf = lowering.lower_all()
-    kf = checked(kf)
+    kf = checked(simplify(checked(kf)))
     dump("kernel", defn.name, kernel_ir_text(kf))
     plan = checked_plan(platform.plan(kf))
     source = printer.program_source(plan)
@@ -133,11 +135,11 @@ def build_parloop(name: str, typed, specs, src, race: str):
         race = "color"
     kf = lpl.KernelLowering(typed, specs, src.line_text,
                             src.filename.rsplit("/", 1)[-1]).lower_kernel()
-    kf = checked(kf)
+    kf = checked(simplify(checked(kf)))
     dump("kernel", name, kernel_ir_text(kf))
     loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs,
                             race == "atomic", kf.uses_error_flag, private=True).lower()
-    loop = checked(loop)
+    loop = checked(simplify(checked(loop)))
     dump("kernel", f"{name} loop", kernel_ir_text(loop))
     plan = checked_plan(platform.plan(loop))
     source = printer.program_source(plan, (kf,), offsets=False)

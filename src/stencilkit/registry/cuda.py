@@ -19,6 +19,7 @@ import importlib.util
 
 from .. import dtypes
 from ..ir.verify import checked, checked_plan
+from ..passes.simplify import simplify
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 #: every type, complex ones as the prelude's structs
@@ -87,6 +88,7 @@ class CudaBackend(Backend):
 
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
+        kf = checked(simplify(kf))
         require_complex_functions(kf, kernel.name)
         # the loops a thread per point may run: marked parallel (the platform makes grid
         # dimensions of marked loops only)
@@ -131,7 +133,7 @@ class CudaBackend(Backend):
 
         lowering = GpuComputationLowering(defn, sched, layout_of(fields, defn), src)
         kf = lowering.lower_all()
-        kf = checked(kf)
+        kf = checked(simplify(checked(kf)))
         dump("kernel", defn.name, kernel_ir_text(kf))
         require_complex_functions(kf, defn.name)
         plan = checked_plan(CUDA_PLATFORM.plan(kf))
@@ -155,14 +157,14 @@ class CudaBackend(Backend):
 
         assert typed is not None, "C-string kernels are refused by capabilities.c_kernels"
         kf = lpl.KernelLowering(typed, specs, src.line_text, _filename(src)).lower_kernel()
-        kf = checked(kf)
+        kf = checked(simplify(checked(kf)))
         dump("kernel", name, kernel_ir_text(kf))
         require_complex_functions(kf, name)
         # a __device__ function returning its status
         kernel = checked(CUDA_PLATFORM.lower(kf), platform_lowered=True)
         loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs, atomic,
                                 kf.uses_error_flag).lower()
-        loop = checked(loop)
+        loop = checked(simplify(checked(loop)))
         dump("kernel", f"{name} loop", kernel_ir_text(loop))
         plan = checked_plan(CUDA_PLATFORM.plan(loop))
         source = plan_source(plan, (kernel,))
