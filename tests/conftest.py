@@ -31,6 +31,9 @@ from . import tiers  # noqa: E402
 
 def pytest_addoption(parser):
     tiers.add_options(parser)
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/ with today's generated sources "
+                          "(tests/test_golden_sources.py)")
 
 
 def pytest_configure(config):
