@@ -162,8 +162,14 @@ def verify_plan(plan) -> None:
                 visit(step.body, (*host, step.counter))
                 continue
             counters = tuple(d.counter for d in step.dims)
+            # OpenCL's reductions: the printer adds the group's local array and the partials
+            names = {p.name for p in step.params}
+            partials = tuple(sym for part in getattr(step, "partials", ())
+                             for sym in (part.buffer, part.local, part.groups)
+                             if sym.name not in names)
             body = (*step.prologue, *step.body, *step.epilogue)
-            fn = KernelFunction(step.name, (*step.params, *counters), body, kf.buffers,
+            fn = KernelFunction(step.name, (*step.params, *partials, *counters), body,
+                                kf.buffers,
                                 uses_error_flag=kf.uses_error_flag, status=kf.status)
             verify_kernel(fn, platform_lowered=True)
             around = KernelFunction(step.name, (*kf.params, *(
