@@ -288,3 +288,16 @@ def test_the_corpus_is_simplified_at_all():
     generated = sk.stencil(corpus.lap3d).generate(np.zeros((5, 5, 5)), backend="c")
     assert "double sk_result = 0.0;" not in generated  # the initializer merged
     assert "double sk_result = a_[" in generated
+
+
+def test_a_declaration_without_value_moves_to_its_first_assignment():
+    other = k.Store(OUT, (ci(1),), cf(1.0))
+    first = k.SetSym(T, k.Load(OUT, (ci(2),), dtype=F64), source="x.py:2")
+    use = k.Store(OUT, (ci(0),), s(T))
+    out = simplify(kernel(k.Declare(T, None), other, first, use)).body
+    assert out == (other, k.Declare(T, k.Load(OUT, (ci(2),), dtype=F64)), use)
+    assert out[1].source == "x.py:2"
+    # not past a statement that mentions it, nor into a branch
+    branch = k.Branch(op("<", s(N), s(M), t=BOOL), (first,))
+    kept = (k.Declare(T, None), branch, use)
+    assert simplify(kernel(*kept)).body == kept

@@ -19,7 +19,8 @@ which leaves code no one would write by hand. This pass removes it:
 - dead temporaries: a declaration (and the assignments) of a local scalar that nothing
   reads, when its values have no effects; a declaration whose initial value is overwritten
   by the next statement takes that value (``double r = 0.0; r = a + b;`` becomes
-  ``double r = a + b;``).
+  ``double r = a + b;``), and one without a value moves down to the first statement of its
+  block that mentions it, when that statement assigns it.
 
 Requires and ensures: kernel IR as a lowering produces it (see ``ir/kernel.py``; abstract
 nodes allowed), verified by ``ir.verify``. The pass is idempotent.
@@ -221,7 +222,7 @@ def _stmts(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
     out: list[k.Stmt] = []
     for s in body:
         out.extend(_stmt(s))
-    return _merge_initializers(tuple(out))
+    return _merge_initializers(_sink_declarations(tuple(out)))
 
 
 def _stmt(s: k.Stmt) -> tuple[k.Stmt, ...]:
@@ -276,6 +277,40 @@ def _merge_initializers(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
         out.append(s)
         i += 1
     return tuple(out)
+
+
+def _sink_declarations(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
+    """A declaration without a value moved to the first statement of its block that
+    mentions the symbol, when that statement assigns it: ``double lap; ...; lap = x;``
+    becomes ``...; double lap = x;`` (nothing between reads or writes it)."""
+    out = list(body)
+    i = 0
+    while i < len(out):
+        s = out[i]
+        if isinstance(s, k.Declare) and s.value is None and not s.symbol.pointer:
+            name = s.symbol.name
+            for j in range(i + 1, len(out)):
+                if name not in _mentions(out[j]):
+                    continue
+                nxt = out[j]
+                if (isinstance(nxt, k.SetSym) and nxt.symbol.name == name
+                        and name not in _names(nxt.value)):
+                    out[j] = k.Declare(s.symbol, nxt.value, loc=nxt.loc or s.loc,
+                                       source=nxt.source or s.source)
+                    del out[i]
+                    i -= 1
+                break
+        i += 1
+    return tuple(out)
+
+
+def _mentions(s: k.Stmt) -> set[str]:
+    """Every name a statement reads, writes or declares."""
+    out = _read_names((s,))
+    for n in walk(s):
+        if isinstance(n, (k.Declare, k.SetSym)):
+            out.add(n.symbol.name)
+    return out
 
 
 def _names(node: Node) -> set[str]:
