@@ -301,3 +301,23 @@ def test_a_declaration_without_value_moves_to_its_first_assignment():
     branch = k.Branch(op("<", s(N), s(M), t=BOOL), (first,))
     kept = (k.Declare(T, None), branch, use)
     assert simplify(kernel(*kept)).body == kept
+
+
+def test_index_checks_that_cannot_fail_go():
+    i = CTX.symbol("i", I64)
+
+    def loop(stop: int, index: k.Expr) -> k.Loop:
+        return k.Loop(i, ci(0), ci(stop), ci(1), (k.Store(IOUT, (index,), ci(1)),))
+
+    wrap = op("wrap_index", s(i), ci(3))
+    (inside,) = simplify(kernel(loop(3, wrap), error=True)).body
+    assert inside.body[0].indices == (s(i),)
+    (beyond,) = simplify(kernel(loop(4, wrap), error=True)).body  # i = 3 wraps to... 3 >= 3
+    assert beyond.body[0].indices == (wrap,)
+    checked = op("checked_offset", s(i), ci(0), ci(2))
+    (kept,) = simplify(kernel(loop(4, checked), error=True)).body
+    assert kept.body[0].indices == (checked,)
+    (gone,) = simplify(kernel(loop(3, checked), error=True)).body
+    assert gone.body[0].indices == (s(i),)
+    outside = simplify(kernel(k.Store(IOUT, (wrap,), ci(1)), error=True)).body
+    assert outside[0].indices == (wrap,)  # no loop around: i is not known

@@ -16,6 +16,8 @@ which leaves code no one would write by hand. This pass removes it:
   ``x * 0`` (``x`` free of effects); on every type ``min(x, x)`` and ``max(x, x)`` (the
   helpers return an operand), ``x && true``, ``x || false``; a ``Convert`` to the value's
   own type. Float ``x + 0.0`` stays: ``-0.0 + 0.0`` is ``+0.0``.
+- index checks that cannot fail: ``wrap_index``/``checked_offset`` of a loop counter
+  whose constant bounds keep it in range.
 - dead temporaries: a declaration (and the assignments) of a local scalar that nothing
   reads, when its values have no effects; a declaration whose initial value is overwritten
   by the next statement takes that value (``double r = 0.0; r = a + b;`` becomes
@@ -55,7 +57,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def simplify(kf: k.KernelFunction) -> k.KernelFunction:
     """``kf`` with constants folded, identities applied and dead temporaries removed."""
-    body = _stmts(tuple(rewrite(s, _fold) for s in kf.body))
+    body = _stmts(_bounded_indices(tuple(rewrite(s, _fold) for s in kf.body), {}))
     body = _drop_dead(body, kf)
     return kf if body == kf.body else dataclasses.replace(kf, body=body)
 
@@ -250,6 +252,59 @@ def _stmt(s: k.Stmt) -> tuple[k.Stmt, ...]:
                 return (dataclasses.replace(s, loop=inner[0]),)
             return inner
     return (s,)
+
+
+def _bounded_indices(body: tuple[k.Stmt, ...],
+                     ranges: dict[str, tuple[int, int]]) -> tuple[k.Stmt, ...]:
+    """Index checks that cannot fail, dropped: ``wrap_index(c, n)`` and
+    ``checked_offset(c, lo, hi)`` of the counter ``c`` of an enclosing loop whose constant
+    bounds keep it in range (``for i in range(3): v[i, 0]`` in a ParLoop kernel). The
+    verifier's rule COUNTER_ASSIGNED guarantees the body does not move the counter."""
+    def drop(node: Node) -> Node | None:
+        match node:
+            case k.Op(op="wrap_index", args=(k.Sym(symbol=c) as x, k.Constant(value=n))) \
+                    if c.name in ranges:
+                lo, hi = ranges[c.name]
+                return x if 0 <= lo and hi < int(n) else None
+            case k.Op(op="checked_offset", args=(k.Sym(symbol=c) as x, k.Constant(value=a),
+                                                 k.Constant(value=b))) if c.name in ranges:
+                lo, hi = ranges[c.name]
+                return x if int(a) <= lo and hi <= int(b) else None
+        return None
+
+    out: list[k.Stmt] = []
+    for s in body:
+        match s:
+            case k.Loop(counter=c, start=k.Constant(value=lo), stop=k.Constant(value=hi),
+                        step=k.Constant(value=st), body=inner) if int(st) > 0 \
+                    and int(lo) < int(hi):
+                bounds = {**ranges, c.name: (int(lo), int(hi) - 1)}
+                out.append(dataclasses.replace(s, body=_bounded_indices(inner, bounds)))
+                continue
+        if ranges:
+            s = _map_bodies(s, lambda b: _bounded_indices(b, ranges))
+            s = _rewrite_own(s, drop)
+        else:
+            s = _map_bodies(s, lambda b: _bounded_indices(b, ranges))
+        out.append(s)
+    return tuple(out)
+
+
+def _rewrite_own(s: k.Stmt, fn: Callable[[Node], Node | None]) -> k.Stmt:
+    """``s`` with ``fn`` applied to its own expressions (its nested statements are left:
+    they were rewritten with their own ranges)."""
+    changes = {}
+    for f in dataclasses.fields(s):  # type: ignore[arg-type]
+        value = getattr(s, f.name)
+        if isinstance(value, k.Expr):
+            new = rewrite(value, fn)
+        elif isinstance(value, tuple) and value and all(isinstance(v, k.Expr) for v in value):
+            new = tuple(rewrite(v, fn) for v in value)
+        else:
+            continue
+        if new != value:
+            changes[f.name] = new
+    return dataclasses.replace(s, **changes) if changes else s
 
 
 def _scoped(body: tuple[k.Stmt, ...], where: k.Stmt) -> tuple[k.Stmt, ...]:

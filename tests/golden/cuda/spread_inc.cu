@@ -140,7 +140,7 @@ SK_DEVICE int sk_spread_kernel(const double *__restrict__ area_, double *__restr
     /* corpus.py:59  for i in range(3): */
     for (i_ = 0; i_ < 3; ++i_) {
         /* corpus.py:60  node_vals[i, 0] += area[0] / 3.0 */
-        node_vals_[sk_wrap_index(i_, 3, &sk_error) * 2 + 0] += area_[0] / 3.0;
+        node_vals_[i_ * 2 + 0] += area_[0] / 3.0;
     }
     return sk_error;
 }
