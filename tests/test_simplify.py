@@ -321,3 +321,18 @@ def test_index_checks_that_cannot_fail_go():
     assert gone.body[0].indices == (s(i),)
     outside = simplify(kernel(k.Store(IOUT, (wrap,), ci(1)), error=True)).body
     assert outside[0].indices == (wrap,)  # no loop around: i is not known
+
+
+def test_a_clamp_that_cannot_pass_its_bound_is_the_bound():
+    n = s(N)
+
+    def mc(f, a, b):
+        return k.MathCall(f, (a, b), dtype=I64)
+    assert stored(mc("max", ci(0), mc("min", n, ci(0)))) == ci(0)
+    assert stored(mc("max", mc("min", ci(-2), n), ci(0))) == ci(0)
+    assert stored(op("min", ci(5), op("max", n, ci(7)))) == ci(5)
+    kept = mc("max", ci(0), mc("min", n, ci(1)))  # min(n, 1) may exceed 0
+    assert stored(kept) == kept
+    checked = op("checked_offset", n, ci(0), s(M))
+    kept = mc("max", ci(0), mc("min", checked, ci(0)))  # the check reports: it stays
+    assert stored(kept) == kept

@@ -14,8 +14,9 @@ which leaves code no one would write by hand. This pass removes it:
   logic; ``Select`` and ``Branch`` on a constant condition; loops that cannot run.
 - algebraic identities on integers: ``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``,
   ``x * 0`` (``x`` free of effects); on every type ``min(x, x)`` and ``max(x, x)`` (the
-  helpers return an operand), ``x && true``, ``x || false``; a ``Convert`` to the value's
-  own type. Float ``x + 0.0`` stays: ``-0.0 + 0.0`` is ``+0.0``.
+  helpers return an operand; the ``MathCall`` forms too), ``max(c1, min(x, c2))`` with
+  ``c2 <= c1`` (and ``min`` of ``max`` likewise) is ``c1``, ``x && true``, ``x || false``;
+  a ``Convert`` to the value's own type. Float ``x + 0.0`` stays: ``-0.0 + 0.0`` is ``+0.0``.
 - index checks that cannot fail: ``wrap_index``/``checked_offset`` of a loop counter
   whose constant bounds keep it in range.
 - dead temporaries: a declaration (and the assignments) of a local scalar that nothing
@@ -106,6 +107,45 @@ def _fold(node: Node) -> Node | None:
             return a if bool(c) else b
         case k.Select(then=a, orelse=b) if a == b and pure(node.cond):
             return a
+        case k.MathCall(func="min" | "max" | "minimum" | "maximum", args=(a, b)) if (
+                a == b and pure(a)):
+            return a  # every implementation returns one of its equal operands
+        case k.MathCall(func="min" | "max" as func, args=(a, b)) if _is_int(node.dtype):
+            clamped = _clamped(func, a, b, node.dtype)
+            if clamped is not None:
+                return clamped
+    match node:
+        case k.MathCall(func="min" | "max" as func, args=(k.Constant(value=x),
+                                                          k.Constant(value=y))) if (
+                _is_int(node.dtype) and node.args[0].dtype == node.args[1].dtype == node.dtype):
+            return _constant((min if func == "min" else max)(int(x), int(y)), node.dtype)
+    return None
+
+
+def _min_max(e: k.Expr) -> tuple[str, k.Expr, k.Expr] | None:
+    if isinstance(e, k.MathCall) and e.func in ("min", "max") and len(e.args) == 2:
+        return e.func, e.args[0], e.args[1]
+    if isinstance(e, k.Op) and e.op in ("min", "max") and len(e.args) == 2:
+        return e.op, e.args[0], e.args[1]
+    return None
+
+
+def _clamped(func: str, a: k.Expr, b: k.Expr, t: np.dtype) -> k.Expr | None:
+    """``max(c1, min(x, c2))`` is ``c1`` when ``c2 <= c1`` (``min(x, c2)`` never exceeds
+    it), and ``min(c1, max(x, c2))`` is ``c1`` when ``c2 >= c1``; integers, any operand
+    order, ``x`` free of effects."""
+    for outer, inner in ((a, b), (b, a)):
+        c1 = _const(outer)
+        found = _min_max(inner)
+        if c1 is None or found is None or found[0] == func:
+            continue
+        _, x, y = found
+        for value, other in ((x, y), (y, x)):
+            c2 = _const(value)
+            if c2 is None or not pure(other) or other.dtype != t:
+                continue
+            if (func == "max" and int(c2) <= int(c1)) or (func == "min" and int(c2) >= int(c1)):
+                return _constant(int(c1), t)
     return None
 
 
@@ -138,6 +178,10 @@ def _fold_op(e: k.Op) -> k.Expr | None:
     va, vb = values
     if e.op in ("min", "max") and a == b and pure(a):
         return a
+    if e.op in ("min", "max") and _is_int(t):
+        clamped = _clamped(e.op, a, b, t)
+        if clamped is not None:
+            return clamped
     if e.op == "&&":
         if vb is not None and bool(vb):
             return a

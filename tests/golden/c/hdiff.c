@@ -132,7 +132,6 @@ static inline void sk_store_fence(void) {
 }
 
 static inline int64_t sk_max_int64(int64_t a, int64_t b) { return (b > a) ? b : a; }
-static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : a; }
 /* computation 'hdiff'
  *
  * Calling convention (all strides in elements):
@@ -203,7 +202,7 @@ int sk_hdiff_computation(double *restrict in_field_, int64_t in_field_stride_0_,
         } else {
             for (int64_t j = 0; j < nj; ++j) {
                 #pragma GCC ivdep
-                for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 0)); k < sk_max_int64(0, sk_min_int64(nk, nk)); ++k) {
+                for (int64_t k = 0; k < sk_max_int64(0, nk); ++k) {
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
                     double lap_0_1_0_0_ = 4.0 * in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] - (in_field_[(in_field_origin_I_ + i + 2) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j + 1) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j - 1) * in_field_stride_1_ + in_field_origin_K_ + k]);
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */

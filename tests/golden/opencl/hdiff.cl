@@ -35,7 +35,6 @@ static inline int64_t sk_wrap_index(int64_t x, int64_t n, int *err) {
 }
 
 static inline int64_t sk_max_int64(int64_t a, int64_t b) { return (b > a) ? b : a; }
-static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : a; }
 /* computation 'hdiff'
  *
  * Calling convention (all strides in elements):
@@ -66,7 +65,7 @@ static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : 
  * 4 when a range() step was 0 (the loop did not run).
  * (The Python entry point returns 3, without running, when out overlaps an input.) */
 /* Host steps:
- * sk_hdiff_computation_1: i in [0, ni) x j in [0, nj) x k in [sk_max_int64(0, sk_min_int64(nk, 0)), sk_max_int64(0, sk_min_int64(nk, nk)))
+ * sk_hdiff_computation_1: i in [0, ni) x j in [0, nj) x k in [0, sk_max_int64(0, nk))
  */
 __kernel void sk_hdiff_computation_1(__global double *sk_in_field_base, const long sk_in_field_offset, const int64_t in_field_stride_0_, const int64_t in_field_stride_1_, __global double *sk_out_field_base, const long sk_out_field_offset, const int64_t out_field_stride_0_, const int64_t out_field_stride_1_, __global double *sk_coeff_base, const long sk_coeff_offset, const int64_t coeff_stride_0_, const int64_t coeff_stride_1_, const int64_t in_field_origin_I_, const int64_t in_field_origin_J_, const int64_t in_field_origin_K_, const int64_t out_field_origin_I_, const int64_t out_field_origin_J_, const int64_t out_field_origin_K_, const int64_t coeff_origin_I_, const int64_t coeff_origin_J_, const int64_t coeff_origin_K_, const int64_t ni, const int64_t nj, const int64_t nk, __global int *sk_status)
 {
@@ -74,10 +73,10 @@ __kernel void sk_hdiff_computation_1(__global double *sk_in_field_base, const lo
     __global double * restrict in_field_ = sk_in_field_base + sk_in_field_offset;
     __global double * restrict out_field_ = sk_out_field_base + sk_out_field_offset;
     __global double * restrict coeff_ = sk_coeff_base + sk_coeff_offset;
-    const long k = sk_max_int64(0, sk_min_int64(nk, 0)) + (long)get_global_id(0);
+    const long k = (long)get_global_id(0);
     const long j = (long)get_global_id(1);
     const long i = (long)get_global_id(2);
-    if (k < sk_max_int64(0, sk_min_int64(nk, nk)) && j < nj && i < ni) {
+    if (k < sk_max_int64(0, nk) && j < nj && i < ni) {
         /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
         double lap_0_1_0_0_ = 4.0 * in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] - (in_field_[(in_field_origin_I_ + i + 2) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j + 1) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j - 1) * in_field_stride_1_ + in_field_origin_K_ + k]);
         /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
