@@ -14,6 +14,8 @@ os.environ.setdefault("GT_CACHE_ROOT", _cache)  # GT4Py's own cache, out of the 
 # which is most of the OpenCL cases' time; tests/test_opencl.py checks the optimized build
 # (stencilkit's default) on every kind.
 os.environ.setdefault("STENCILKIT_OPENCL_OPTIONS", "-cl-opt-disable")
+# every kernel a test builds has its kernel IR verified after each stage (ir/verify.py)
+os.environ.setdefault("STENCILKIT_VERIFY", "1")
 
 import stencilkit as sk  # noqa: E402
 
@@ -29,6 +31,9 @@ from . import tiers  # noqa: E402
 
 def pytest_addoption(parser):
     tiers.add_options(parser)
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/ with today's generated sources "
+                          "(tests/test_golden_sources.py)")
 
 
 def pytest_configure(config):

@@ -14,6 +14,12 @@ The fast tier runs every test module and every backend, with fewer cases:
 - the tests named in ``FULL_ONLY`` run in the full tier only.
 
 Selection works on test ids, so tests added later fall into the tiers by the same rules.
+
+Beside the two tiers, in both: the render-only *golden* tier (``tests/test_golden_sources.py``)
+compares the generated sources of a small corpus (``tests/golden/corpus.py``) on every
+backend with ``tests/golden/<backend>/``, without a GPU; ``--update-golden`` rewrites them.
+Every tier verifies the kernel IR of every kernel it builds (``STENCILKIT_VERIFY=1``, set by
+``conftest.py``: ``stencilkit/ir/verify.py``).
 """
 
 from __future__ import annotations

@@ -14,9 +14,11 @@ import numpy as np
 from .. import dtypes
 from ..errors import BackendError
 from ..ir.kernel import ArgumentKey
+from ..ir.verify import checked, checked_plan
 from ..passes import pipeline
 from ..passes.lower_point import Layout
 from ..passes.platforms import opencl as platform
+from ..passes.simplify import simplify
 
 #: What the generated code computes on: OpenCL C has no complex types.
 DTYPES = frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t))
@@ -48,13 +50,14 @@ def build_point(typed: pipeline.TypedPointKernel, layout: Layout, src, out_dtype
     require_dtypes(kernel.name, [t.dtype for t in types] + [out_dtype, kernel.return_type])
     kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1], out_dtype,
                         mode)
-    kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params))
+    kf = checked(simplify(kf))
+    kf = checked(dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params)))
     out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
 
     def build(variant: Variant) -> tuple:
         # as CUDA's (registry/cuda.py): the output's unit-stride axis on dimension 0, unit
         # strides as constants (runtime.cuda_variants; 64-bit indices: opencl_launch says why)
-        plan = platform.plan(specialize(kf, variant), unit=(out, variant.unit_axis))
+        plan = checked_plan(platform.plan(specialize(kf, variant), unit=(out, variant.unit_axis)))
         return plan, printer.program_source(plan)
 
     ndim = kernel.ndim
@@ -89,8 +92,9 @@ def build_computation(defn, sched, src, fields):
     layout.update({t: 2 for t, _ in defn.temporaries})
     lowering = OpenCLComputationLowering(defn, sched, layout, src)
     kf = lowering.lower_all()
+    kf = checked(simplify(checked(kf)))
     dump("kernel", defn.name, kernel_ir_text(kf))
-    plan = platform.plan(kf)
+    plan = checked_plan(platform.plan(kf))
     source = printer.program_source(plan)
     exe = Executable(plan, source, defn.name)
     field_names = {f.name for f in defn.fields}
@@ -149,10 +153,12 @@ def build_parloop(name: str, typed, specs, src, race: str):
         race = RaceMode.COLOUR
     kf = lpl.KernelLowering(typed, specs, src.line_text,
                             src.filename.rsplit("/", 1)[-1]).lower_kernel()
+    kf = checked(simplify(checked(kf)))
     dump("kernel", name, kernel_ir_text(kf))
     loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs,
                             race == RaceMode.ATOMIC, kf.uses_error_flag, private=True).lower()
+    loop = checked(simplify(checked(loop)))
     dump("kernel", f"{name} loop", kernel_ir_text(loop))
-    plan = platform.plan(loop)
+    plan = checked_plan(platform.plan(loop))
     source = printer.program_source(plan, (kf,), offsets=False)
     return source, OpenCLParLoop(Executable(plan, source, name), race)

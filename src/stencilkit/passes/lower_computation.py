@@ -262,6 +262,7 @@ class ComputationLowering(PointLowering):
             if dk is not None:  # f[0, 0, lev]: checked against the field's levels
                 kd = self.axes[e.field].index("K")
                 buf = self.buffer(e.field)
+                self.uses_error_flag = True  # the check reports through the status
                 level = k.Op("checked_offset", (
                     _op("+", index[kd], self.expr(dk)), _const(0),
                     _op("-", buf.shape[kd], _const(1))), dtype=k.INDEX)

@@ -18,6 +18,7 @@ from ..config import current
 from ..errors import StencilTypeError
 from ..ir import definition as d
 from ..ir import kernel as k
+from ..ir.verify import checked
 from .lower_point import Layout, PointLowering
 from .single_exit import single_exit
 
@@ -58,5 +59,6 @@ def lower(typed: TypedPointKernel, layout: Layout, line_text: Callable[[int], st
     """Stage "lower": the kernel IR of one specialization (``mode``: the border mode)."""
     kf = PointLowering(typed.kernel, typed.neighborhood.border, layout, line_text, filename,
                        out_dtype=out_dtype, mode=mode).lower()
+    kf = checked(kf)
     dump("kernel", typed.kernel.name, kernel_ir_text(kf))
     return kf

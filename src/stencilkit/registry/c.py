@@ -16,6 +16,8 @@ import numpy as np
 from .. import dtypes
 from ..ir import border_modes
 from ..ir.abi import Role
+from ..ir.verify import checked
+from ..passes.simplify import simplify
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 if TYPE_CHECKING:
@@ -62,7 +64,8 @@ class CBackend(Backend):
         layout = dataclasses.replace(layout, streaming_stores=platform.streaming_stores)
         kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
                             out_dtype, mode)
-        kf = platform.lower(kf)
+        kf = checked(simplify(kf))
+        kf = checked(platform.lower(kf), platform_lowered=True)
         source, _ = c_codegen.kernel_source(kf)
         tc = current_toolchain()
         wrapper_args = []
@@ -131,8 +134,9 @@ class CBackend(Backend):
             kf = collapse_contiguous_rows(kf, lowering.counters[1], lowering.counters[2],
                                           lowering.domain[1], lowering.domain[2],
                                           lowering.full_k_bounds())
+        kf = checked(simplify(checked(kf)))
         dump("kernel", defn.name, kernel_ir_text(kf))
-        kf = self.platform().lower(kf)
+        kf = checked(self.platform().lower(kf), platform_lowered=True)
         source, _ = cgen.kernel_source(kf)
         tc = current_toolchain()
         # Python-level arguments: fields, temporaries held in memory, origins, scalars, domain
@@ -183,14 +187,16 @@ class CBackend(Backend):
         if typed is not None:
             kf = lpl.KernelLowering(typed, specs, src.line_text,
                                     src.filename.rsplit("/", 1)[-1]).lower_kernel()
+            kf = checked(simplify(checked(kf)))
             dump("kernel", name, kernel_ir_text(kf))
-            kernel: k.KernelFunction | str = platform.lower(kf)
+            kernel: k.KernelFunction | str = checked(platform.lower(kf), platform_lowered=True)
             status, call = kf.uses_error_flag, kf.name
         else:  # user-supplied C, called through the same convention
             kernel, status, call = code, False, name
         loop = lpl.LoopLowering(loop_name, name, call, specs, atomic, status).lower()
+        loop = checked(simplify(checked(loop)))
         dump("kernel", f"{name} loop", kernel_ir_text(loop))
-        loop = platform.lower(loop)
+        loop = checked(platform.lower(loop), platform_lowered=True)
         source = cgen.translation_unit((("kernel", kernel), ("loop", loop)))
         dump("code", f"{name} [{self.name}]", source)
         k_ = cache.key("c-parloop", source, current_toolchain().identity)

@@ -18,6 +18,8 @@ import functools
 import importlib.util
 
 from .. import dtypes
+from ..ir.verify import checked, checked_plan
+from ..passes.simplify import simplify
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 #: every type, complex ones as the prelude's structs
@@ -86,15 +88,17 @@ class CudaBackend(Backend):
 
         kernel = typed.kernel
         kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
+        kf = checked(simplify(kf))
         require_complex_functions(kf, kernel.name)
         # the loops a thread per point may run: marked parallel (the platform makes grid
         # dimensions of marked loops only)
-        kf = dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params))
+        kf = checked(dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params)))
         out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
 
         def build(variant: Variant) -> tuple:
-            plan = CUDA_PLATFORM.plan(specialize(kf, variant), unit=(out, variant.unit_axis),
-                                      covering=variant.covering)
+            plan = checked_plan(CUDA_PLATFORM.plan(specialize(kf, variant),
+                                                   unit=(out, variant.unit_axis),
+                                                   covering=variant.covering))
             return plan, plan_source(plan)
 
         # this specialization's own kernels: C order (its unit strides are the layout's,
@@ -129,9 +133,10 @@ class CudaBackend(Backend):
 
         lowering = GpuComputationLowering(defn, sched, layout_of(fields, defn), src)
         kf = lowering.lower_all()
+        kf = checked(simplify(checked(kf)))
         dump("kernel", defn.name, kernel_ir_text(kf))
         require_complex_functions(kf, defn.name)
-        plan = CUDA_PLATFORM.plan(kf)
+        plan = checked_plan(CUDA_PLATFORM.plan(kf))
         source = plan_source(plan)
         buffers = tuple(lowering.buffers)
         names = [*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
@@ -152,13 +157,16 @@ class CudaBackend(Backend):
 
         assert typed is not None, "C-string kernels are refused by capabilities.c_kernels"
         kf = lpl.KernelLowering(typed, specs, src.line_text, _filename(src)).lower_kernel()
+        kf = checked(simplify(checked(kf)))
         dump("kernel", name, kernel_ir_text(kf))
         require_complex_functions(kf, name)
-        kernel = CUDA_PLATFORM.lower(kf)  # a __device__ function returning its status
+        # a __device__ function returning its status
+        kernel = checked(CUDA_PLATFORM.lower(kf), platform_lowered=True)
         loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs, atomic,
                                 kf.uses_error_flag).lower()
+        loop = checked(simplify(checked(loop)))
         dump("kernel", f"{name} loop", kernel_ir_text(loop))
-        plan = CUDA_PLATFORM.plan(loop)
+        plan = checked_plan(CUDA_PLATFORM.plan(loop))
         source = plan_source(plan, (kernel,))
         return source, CudaParLoopEntry(plan, source, (), frozenset(), name)
 

@@ -25,6 +25,8 @@ from ..build import (
     numba_module,  # its import installs the finder of generated modules
     verdicts,
 )
+from ..ir.kernel import MathCall
+from ..ir.verify import checked
 from .base import KINDS, Backend, Capabilities, PerKind, Pieces
 
 
@@ -54,6 +56,10 @@ def _compile_one_line() -> verdicts.Verdict:
         return verdicts.Verdict(f"numba cannot compile a one-line function "
                                 f"({type(exc).__name__}: {first})")
     return verdicts.Verdict(None)
+
+
+#: what the Numba platform leaves to its printer (math functions, printed per dtype)
+KEEPS = (MathCall,)
 
 
 class NumbaBackend(Backend):
@@ -96,8 +102,8 @@ class NumbaBackend(Backend):
 
         lowering = ComputationLowering(defn, sched, layout_of(fields, defn), src)
         kf = lowering.lower_all()
-        dump("kernel", defn.name, kernel_ir_text(kf))
-        kf = self.platform().lower(kf)
+        dump("kernel", defn.name, kernel_ir_text(checked(kf)))
+        kf = checked(self.platform().lower(kf), platform_lowered=True, keeps=KEEPS)
         buffers = tuple(lowering.buffers)
         arguments = (*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
                      *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES))
@@ -118,12 +124,12 @@ class NumbaBackend(Backend):
         platform = self.platform()
         kf = lpl.KernelLowering(typed, specs, src.line_text,
                                 src.filename.rsplit("/", 1)[-1]).lower_kernel()
-        dump("kernel", name, kernel_ir_text(kf))
-        kernel = platform.lower(kf)
+        dump("kernel", name, kernel_ir_text(checked(kf)))
+        kernel = checked(platform.lower(kf), platform_lowered=True, keeps=KEEPS)
         loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs, False,
                                 kf.uses_error_flag).lower()
-        dump("kernel", f"{name} loop", kernel_ir_text(loop))
-        loop = platform.lower(loop)
+        dump("kernel", f"{name} loop", kernel_ir_text(checked(loop)))
+        loop = checked(platform.lower(loop), platform_lowered=True, keeps=KEEPS)
         arguments = [lpl.NBLOCKS, lpl.BLOCKS]
         for i, s in enumerate(specs):
             arguments.append(f"a{i}")
