@@ -144,23 +144,26 @@ static inline int64_t sk_max_int64(int64_t a, int64_t b) { return (b > a) ? b : 
  *   coeff_           pointer to element [0, ...] of array 'coeff'
  *   coeff_stride_0_  stride of array 'coeff' in dimension 0
  *   coeff_stride_1_  stride of array 'coeff' in dimension 1
- *   in_field_origin_I_ scalar '@origin in_field I'
- *   in_field_origin_J_ scalar '@origin in_field J'
- *   in_field_origin_K_ scalar '@origin in_field K'
- *   out_field_origin_I_ scalar '@origin out_field I'
- *   out_field_origin_J_ scalar '@origin out_field J'
- *   out_field_origin_K_ scalar '@origin out_field K'
- *   coeff_origin_I_  scalar '@origin coeff I'
- *   coeff_origin_J_  scalar '@origin coeff J'
- *   coeff_origin_K_  scalar '@origin coeff K'
- *   ni               scalar '@domain I'
- *   nj               scalar '@domain J'
- *   nk               scalar '@domain K'
+ *   in_field_origin_I_ origin of field 'in_field' along I
+ *   in_field_origin_J_ origin of field 'in_field' along J
+ *   in_field_origin_K_ origin of field 'in_field' along K
+ *   out_field_origin_I_ origin of field 'out_field' along I
+ *   out_field_origin_J_ origin of field 'out_field' along J
+ *   out_field_origin_K_ origin of field 'out_field' along K
+ *   coeff_origin_I_  origin of field 'coeff' along I
+ *   coeff_origin_J_  origin of field 'coeff' along J
+ *   coeff_origin_K_  origin of field 'coeff' along K
+ *   ni               extent of the domain along I
+ *   nj               extent of the domain along J
+ *   nk               extent of the domain along K
  * Strides of the last dimension that are not parameters are 1.
- * Returns 0, or 1 when a run-time relative index left the neighbourhood,
- * 2 when an absolute index was out of range (the element read as 0),
- * 4 when a range() step was 0 (the loop did not run).
- * (The Python entry point returns 3, without running, when out overlaps an input.) */
+ * Returns a status (3 only from the Python entry point):
+ *   0: success
+ *   1: a run-time relative index left the neighbourhood (clamped)
+ *   2: an absolute index was out of range (the element read as 0)
+ *   4: a range() step was 0 (the loop did not run)
+ *   8: a local array too large for the stack could not be allocated (the work was skipped)
+ *   3: the output overlaps an input (the CPython entry's, before running: the caller copies and calls again) */
 int sk_hdiff_computation(double *restrict in_field_, int64_t in_field_stride_0_, int64_t in_field_stride_1_, double *restrict out_field_, int64_t out_field_stride_0_, int64_t out_field_stride_1_, double *restrict coeff_, int64_t coeff_stride_0_, int64_t coeff_stride_1_, int64_t in_field_origin_I_, int64_t in_field_origin_J_, int64_t in_field_origin_K_, int64_t out_field_origin_I_, int64_t out_field_origin_J_, int64_t out_field_origin_K_, int64_t coeff_origin_I_, int64_t coeff_origin_J_, int64_t coeff_origin_K_, int64_t ni, int64_t nj, int64_t nk)
 {
     int sk_error = 0;

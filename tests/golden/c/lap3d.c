@@ -145,13 +145,16 @@ static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : 
  *   out              pointer to element [0, ...] of array 'out'
  *   out_stride_0     stride of array 'out' in dimension 0
  *   out_stride_1     stride of array 'out' in dimension 1
- *   fill_border      scalar '@fill_border'
- *   cval             scalar '@cval'
+ *   fill_border      border-fill flag: write cval where the neighbourhood leaves the array
+ *   cval             cval: the value outside the array
  * Strides of the last dimension that are not parameters are 1.
- * Returns 0, or 1 when a run-time relative index left the neighbourhood,
- * 2 when an absolute index was out of range (the element read as 0),
- * 4 when a range() step was 0 (the loop did not run).
- * (The Python entry point returns 3, without running, when out overlaps an input.) */
+ * Returns a status (3 only from the Python entry point):
+ *   0: success
+ *   1: a run-time relative index left the neighbourhood (clamped)
+ *   2: an absolute index was out of range (the element read as 0)
+ *   4: a range() step was 0 (the loop did not run)
+ *   8: a local array too large for the stack could not be allocated (the work was skipped)
+ *   3: the output overlaps an input (the CPython entry's, before running: the caller copies and calls again) */
 int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shape_1_, int64_t a_shape_2_, int64_t a_stride_0_, int64_t a_stride_1_, double *restrict out, int64_t out_stride_0, int64_t out_stride_1, bool fill_border, double cval)
 {
     int sk_error = 0;

@@ -51,26 +51,29 @@ static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : 
  *   d_               pointer to element [0, ...] of array 'd'
  *   d_stride_0_      stride of array 'd' in dimension 0
  *   d_stride_1_      stride of array 'd' in dimension 1
- *   a_origin_I_      scalar '@origin a I'
- *   a_origin_J_      scalar '@origin a J'
- *   a_origin_K_      scalar '@origin a K'
- *   b_origin_I_      scalar '@origin b I'
- *   b_origin_J_      scalar '@origin b J'
- *   b_origin_K_      scalar '@origin b K'
- *   c_origin_I_      scalar '@origin c I'
- *   c_origin_J_      scalar '@origin c J'
- *   c_origin_K_      scalar '@origin c K'
- *   d_origin_I_      scalar '@origin d I'
- *   d_origin_J_      scalar '@origin d J'
- *   d_origin_K_      scalar '@origin d K'
- *   ni               scalar '@domain I'
- *   nj               scalar '@domain J'
- *   nk               scalar '@domain K'
+ *   a_origin_I_      origin of field 'a' along I
+ *   a_origin_J_      origin of field 'a' along J
+ *   a_origin_K_      origin of field 'a' along K
+ *   b_origin_I_      origin of field 'b' along I
+ *   b_origin_J_      origin of field 'b' along J
+ *   b_origin_K_      origin of field 'b' along K
+ *   c_origin_I_      origin of field 'c' along I
+ *   c_origin_J_      origin of field 'c' along J
+ *   c_origin_K_      origin of field 'c' along K
+ *   d_origin_I_      origin of field 'd' along I
+ *   d_origin_J_      origin of field 'd' along J
+ *   d_origin_K_      origin of field 'd' along K
+ *   ni               extent of the domain along I
+ *   nj               extent of the domain along J
+ *   nk               extent of the domain along K
  * Strides of the last dimension that are not parameters are 1.
- * Returns 0, or 1 when a run-time relative index left the neighbourhood,
- * 2 when an absolute index was out of range (the element read as 0),
- * 4 when a range() step was 0 (the loop did not run).
- * (The Python entry point returns 3, without running, when out overlaps an input.) */
+ * Returns a status (3 only from the Python entry point):
+ *   0: success
+ *   1: a run-time relative index left the neighbourhood (clamped)
+ *   2: an absolute index was out of range (the element read as 0)
+ *   4: a range() step was 0 (the loop did not run)
+ *   8: a local array too large for the stack could not be allocated (the work was skipped)
+ *   3: the output overlaps an input (the CPython entry's, before running: the caller copies and calls again) */
 /* Host steps:
  * sk_tridiagonal_computation_1: i in [0, ni) x j in [0, nj)
  */
