@@ -311,13 +311,6 @@ _BUILT: dict[tuple, PointStencil] = {}
 _OPTIONS = ("neighborhood", "cval", "standard_indexing", "backend", "fast_math")
 
 
-def install_stencil_builder() -> None:
-    """Numba's ``numba_extensions`` entry point (pyproject.toml): see ``numba_hook``."""
-    from . import numba_hook
-
-    numba_hook.install()
-
-
 def replace_by_stencil(func_ir, instr) -> bool:
     """Numba's untyped pass that inlines closures (``InlineClosureCallPass``) replaces a call
     of ``numba.stencil`` on a lambda by a constant ``StencilFunc``; ``numba_hook`` has it

@@ -4,8 +4,9 @@ and stencilkit is imported first, without importing numba here.
 Numba replaces a call of ``numba.stencil`` in jitted code during an untyped pass
 (``InlineClosureCallPass._inline_stencil``); ``arm`` extends that hook to
 ``stencilkit.stencil`` (the replacement itself is ``numba_calls.replace_by_stencil``) as soon
-as Numba's module defining the pass exists: now, or right after Numba imports it. Installed
-packages also get it from Numba's ``numba_extensions`` entry point (pyproject.toml).
+as Numba's module defining the pass exists: now, or right after Numba imports it. Jitted code
+can only name ``stencilkit.stencil`` once stencilkit is imported, so that is early enough; no
+``numba_extensions`` entry point, which would import stencilkit into every Numba program.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def install(module: object = None) -> None:
     """Extend Numba's stencil hook to stencilkit's ``stencil`` (once)."""
     module = module if module is not None else sys.modules.get(_MODULE)
     if module is None:
-        import numba.core.inline_closurecall as module  # noqa: PLC0415 (numba_extensions)
+        import numba.core.inline_closurecall as module
     cls = module.InlineClosureCallPass  # type: ignore[attr-defined]
     original = cls._inline_stencil
     if getattr(original, "_stencilkit", False):
