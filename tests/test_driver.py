@@ -136,7 +136,7 @@ def test_every_stage_is_timed_and_logged(caplog):
 def test_rendering_stops_after_print_and_building_goes_on_from_there():
     request = _point("c")
     rendered = driver.render(request)
-    assert rendered.entry is None and rendered.back_key is None
+    assert rendered.entry is None and rendered.back_key == ""
     assert [n for n, _ in rendered.timings][-1] == "print"
     built = driver.run(request)  # the rendered work is kept: the key stage comes first
     assert [n for n, _ in built.timings] == ["key", "toolchain"]
@@ -218,6 +218,28 @@ def test_the_front_key_is_the_definition_the_options_and_the_target():
     assert keys.front_key(_point("numba")) != keys.front_key(a)
     assert keys.front_key(_point("c", func=K.lap1d, shape=(6,))) != keys.front_key(a)
     assert keys.front_key(_parloop("c", "atomic")) != keys.front_key(_parloop("c"))
+
+
+def test_the_front_key_sees_the_environment_the_lowerings_read(monkeypatch):
+    """STENCILKIT_STREAM_MIN_BYTES changes the point kernels' C: a source rendered under
+    another value is not reused."""
+    monkeypatch.setenv("STENCILKIT_STREAM_MIN_BYTES", "64")
+    small = driver.render(_point("c"))
+    monkeypatch.setenv("STENCILKIT_STREAM_MIN_BYTES", str(1 << 30))
+    large = driver.render(_point("c"))
+    assert small.front_key != large.front_key and small.source != large.source
+
+
+def test_every_variable_code_generation_reads_is_in_the_front_key():
+    import re
+
+    package = REPO / "src" / "stencilkit"
+    read = set()
+    for folder in ("analysis", "codegen", "compile", "frontend", "ir", "passes", "registry"):
+        for path in (package / folder).rglob("*.py"):
+            read |= set(re.findall(r"environ(?:\.get)?[\[(]\s*[\"'](STENCILKIT_\w+)",
+                                   path.read_text()))
+    assert read - {"STENCILKIT_VERIFY"} == set(keys.GENERATION_ENVIRONMENT)
 
 
 def test_a_different_toolchain_changes_the_back_key_only():

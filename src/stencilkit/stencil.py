@@ -205,7 +205,8 @@ class PointStencil:
         if args:
             arrays = self._normalize(args)
             okey = _array_key(out) if isinstance(out, np.ndarray) else None
-            return self._build(arrays, okey, backend, out is not None, generate=True)
+            return self._build(arrays, okey, backend, out is not None, generate=True,
+                               render=True)
         if self._last is None:
             raise StencilError("the stencil has not been called yet, so its argument types "
                                "are unknown", stencil=self.__name__,
@@ -405,10 +406,11 @@ class PointStencil:
         return tuple(types)
 
     def _build(self, args, okey, backend: str | None, has_out: bool,
-               generate: bool = False):
-        """The call of this signature built (``generate``: its source only, rendered)."""
+               generate: bool = False, render: bool = False):
+        """The call of this signature built (``generate``: for a backend that need not run
+        here; ``render``: its source only, nothing compiled)."""
         try:
-            return self._build_unguarded(args, okey, backend, has_out, generate)
+            return self._build_unguarded(args, okey, backend, has_out, generate, render)
         except RecursionError:
             # Long operator chains are split when parsed; what remains too deep is nesting
             # inside conditional expressions or and/or chains.
@@ -420,7 +422,7 @@ class PointStencil:
             ) from None
 
     def _build_unguarded(self, args, okey, backend: str | None, has_out: bool,
-                         generate: bool = False):
+                         generate: bool = False, render: bool = False):
         kernel, src = self._parse()
         name = self.__name__
         types = self._arg_types(args)
@@ -434,7 +436,7 @@ class PointStencil:
         request = PointRequest(chosen, typed, layout, src, out_dtype, types, self.mode,
                                self.fast_math)
         self._last_build = (typed, layout, out_dtype, types)
-        if generate:
+        if render:
             source = driver.render(request).source
             self._last = (chosen.name, typed, source)
             return source

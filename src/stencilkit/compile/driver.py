@@ -62,12 +62,12 @@ KERNEL_STAGES = frozenset({Stage.LOWER, Stage.LOWER_LOOP, Stage.TRANSFORM, Stage
 class Work:
     """What the stages have produced so far."""
 
-    kernels: tuple[KernelFunction | str, ...] = ()  # kernel IR (a C-string kernel as text)
-    plan: object = None  # the GPU platforms' launch plan
-    source: str | None = None  # the generated source: what ``generate()`` returns
+    kernels: tuple[KernelFunction, ...] = ()  # kernel IR
+    plan: Any = None  # the GPU platforms' launch plan
+    source: str = ""  # the generated source: what ``generate()`` returns
     key_inputs: tuple[str, ...] = ()  # what else goes into the binary (the entry's wrapper)
-    back_key: str | None = None
-    entry: object = None  # what the toolchain built, then what the launcher made of it
+    back_key: str = ""
+    entry: Any = None  # what the toolchain built, then what the launcher made of it
     #: what a stage leaves for later ones (the lowering's buffers, the wrapper's arguments)
     facts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -96,7 +96,7 @@ class Artifact:
     source: str
     entry: object
     front_key: str
-    back_key: str | None
+    back_key: str  # "" when rendered, or where the backend has no "key" stage
     timings: tuple[tuple[str, float], ...]  # (stage name, seconds) in the order they ran
     work: Work
 
@@ -141,7 +141,6 @@ def _drive(request: Request, build: bool) -> Artifact:
             _RENDERED[front] = work
         if build:
             work = _run_stages(request, named[printed:], work, timings)
-    assert work.source is not None
     return Artifact(request.kind, request.backend.name, work.source,
                     work.entry if build else None, front, work.back_key, tuple(timings), work)
 
@@ -156,7 +155,7 @@ def _run_stages(request: Request, named: tuple[NamedStage, ...], work: Work,
         started = time.perf_counter()
         if s.stage is Stage.KEY:  # the backend declares its toolchain's identity
             identity = load(s.ref)(request)
-            new = work.but(back_key=back_key(f"{backend}-{kind}", work.source or "", identity,
+            new = work.but(back_key=back_key(f"{backend}-{kind}", work.source, identity,
                                              *work.key_inputs))
         else:
             new = load(s.ref)(request, work)
@@ -165,7 +164,7 @@ def _run_stages(request: Request, named: tuple[NamedStage, ...], work: Work,
         hooks.timed(kind, name, backend, s.name, seconds)
         if check is not None and s.stage in KERNEL_STAGES:
             for kf in new.kernels:
-                if isinstance(kf, KernelFunction) and not any(kf is o for o in work.kernels):
+                if not any(kf is o for o in work.kernels):
                     try:
                         check(kf)
                     except Exception as exc:
@@ -176,9 +175,8 @@ def _run_stages(request: Request, named: tuple[NamedStage, ...], work: Work,
             from ..codegen.kernel_text import kernel_ir_text
 
             for kf in new.kernels:
-                if isinstance(kf, KernelFunction):
-                    hooks.dump("kernel", kf.name, kernel_ir_text(kf))
+                hooks.dump("kernel", kf.name, kernel_ir_text(kf))
         if s.stage is Stage.PRINT:
-            hooks.dump("code", f"{name} [{backend}]", new.source or "")
+            hooks.dump("code", f"{name} [{backend}]", new.source)
         work = new
     return work

@@ -51,7 +51,7 @@ class PointRequest:
     src: SourceFunction
     out_dtype: np.dtype
     types: tuple[ArgType, ...]
-    mode: object = "constant"  # the border mode: a name, or one per axis
+    mode: str | tuple[str, ...] = "constant"  # the border mode: a name, or one per axis
     fast_math: bool = False
 
     @property

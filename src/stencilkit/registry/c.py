@@ -168,9 +168,9 @@ def _with_entry(work: Work, wargs: tuple, checks: tuple, exact: bool) -> Work:
 def lower_parloop_kernel(req: ParLoopRequest, work: Work) -> Work:
     """The Python kernel lowered, or the user's C source as it is (called through the
     same convention)."""
-    if req.typed is None:
+    if req.typed is None:  # (printed as it is: not kernel IR)
         assert req.code is not None
-        return work.but(kernels=(req.code,), facts={"status": False, "call": req.name})
+        return work.but(facts={"c_kernel": req.code, "status": False, "call": req.name})
     work = shared_stages.lower_parloop_kernel(req, work)
     kf = work.kernels[0]
     return work.but(facts={"status": kf.uses_error_flag, "call": kf.name})
@@ -194,8 +194,9 @@ def print_kernel(req: Request, work: Work) -> Work:
 def print_parloop(req: ParLoopRequest, work: Work) -> Work:
     from ..codegen import c as cgen
 
-    kernel, loop = work.kernels
-    return work.but(source=cgen.translation_unit((("kernel", kernel), ("loop", loop))))
+    *kernel, loop = work.kernels
+    code = kernel[0] if kernel else work.facts["c_kernel"]
+    return work.but(source=cgen.translation_unit((("kernel", code), ("loop", loop))))
 
 
 def identity(req: Request) -> tuple[str, ...]:
@@ -243,7 +244,7 @@ def _ref(name: str) -> str:
 
 
 _PLATFORM = "stencilkit.registry.shared_stages:platform_each"
-_TAIL = {"key": _ref("identity"), "toolchain": _ref("compile_entry")}
+_KEY, _TOOLCHAIN = _ref("identity"), _ref("compile_entry")
 
 
 BACKEND = Backend(
@@ -263,16 +264,17 @@ BACKEND = Backend(
         stages=Stages(
             point=KindStages(lower=_ref("lower_point"),
                              transforms=(("entry_arguments", _ref("point_entry")),),
-                             platform=_PLATFORM, print=_ref("print_kernel"), **_TAIL),
+                             platform=_PLATFORM, print=_ref("print_kernel"), key=_KEY, toolchain=_TOOLCHAIN),
             computation=KindStages(lower=_ref("lower_computation"),
                                    transforms=(("collapse_rows", _ref("collapse_rows")),
                                                ("entry_arguments", _ref("computation_entry"))),
-                                   platform=_PLATFORM, print=_ref("print_kernel"), **_TAIL,
+                                   platform=_PLATFORM, print=_ref("print_kernel"), key=_KEY,
+                                   toolchain=_TOOLCHAIN,
                                    launcher=_ref("launch_computation"),
                                    layout_key=_ref("computation_layout")),
             parloop=KindStages(lower=_ref("lower_parloop_kernel"),
                                lower_loop=_ref("lower_parloop_loop"), platform=_PLATFORM,
-                               print=_ref("print_parloop"), **_TAIL)),
+                               print=_ref("print_parloop"), key=_KEY, toolchain=_TOOLCHAIN)),
         launcher=PerKind(point="stencilkit.runtime.launch:PointCall",
                          computation="stencilkit.runtime.computation:CompiledComputationCall",
                          parloop="stencilkit.runtime.parloop_blocks:run_blocks"),

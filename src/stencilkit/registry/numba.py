@@ -167,7 +167,7 @@ def _ref(name: str) -> str:
 
 _SHARED = "stencilkit.registry.shared_stages"
 _PLATFORM = f"{_SHARED}:platform_each"
-_TAIL = {"key": _ref("identity"), "toolchain": _ref("load")}
+_KEY, _TOOLCHAIN = _ref("identity"), _ref("load")
 
 
 BACKEND = Backend(
@@ -188,14 +188,16 @@ BACKEND = Backend(
         # printer still lowers their few abstract nodes itself)
         platform="stencilkit.passes.platforms.numba:NumbaPlatform",
         stages=Stages(
-            point=KindStages(lower=_ref("lower_point"), print=_ref("print_point"), **_TAIL),
+            point=KindStages(lower=_ref("lower_point"), print=_ref("print_point"), key=_KEY,
+                             toolchain=_TOOLCHAIN),
             computation=KindStages(lower=_ref("lower_computation"), platform=_PLATFORM,
-                                   print=_ref("print_computation"), **_TAIL,
+                                   print=_ref("print_computation"), key=_KEY,
+                                   toolchain=_TOOLCHAIN,
                                    launcher=_ref("launch_computation"),
                                    layout_key=_ref("computation_layout")),
             parloop=KindStages(lower=f"{_SHARED}:lower_parloop_kernel",
                                lower_loop=_ref("lower_parloop_loop"), platform=_PLATFORM,
-                               print=_ref("print_parloop"), **_TAIL)),
+                               print=_ref("print_parloop"), key=_KEY, toolchain=_TOOLCHAIN)),
         launcher=PerKind(point="stencilkit.runtime.launch:NumbaPointCall",
                          computation="stencilkit.runtime.computation:NumbaComputationCall",
                          parloop="stencilkit.runtime.parloop_blocks:run_coloured"),

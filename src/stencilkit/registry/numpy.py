@@ -45,6 +45,7 @@ def print_parloop(req: ParLoopRequest, work: Work) -> Work:
     from ..codegen import numpy_parloop
 
     fname = f"sk_parloop_{req.name}"
+    assert req.typed is not None, "C-string kernels are refused by capabilities.c_kernels"
     return work.but(source=numpy_parloop.kernel_source(req.typed, fname),
                     facts={"function": fname, "label": f"parloop {req.name}"})
 

@@ -25,7 +25,7 @@ def filename(src: SourceFunction) -> str:
 
 
 def lower(typed: TypedPointKernel, layout: Layout, line_text, filename: str,
-          out_dtype: np.dtype, mode: object = "constant") -> k.KernelFunction:
+          out_dtype: np.dtype, mode: str | tuple[str, ...] = "constant") -> k.KernelFunction:
     """The kernel IR of one point-kernel specialization (``mode``: the border mode)."""
     from ..passes.lower_point import PointLowering
 
@@ -56,14 +56,12 @@ def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
     from ..passes import lower_parloop as lpl
 
     kernel = work.kernels[0]
-    assert isinstance(kernel, k.KernelFunction)
     loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, kernel.name,
                             req.specs, req.atomic, kernel.uses_error_flag).lower()
     return work.but(kernels=(kernel, loop))
 
 
 def platform_each(req: Request, work: Work) -> Work:
-    """Every kernel of the work lowered by the backend's platform (C-string kernels stay)."""
+    """Every kernel of the work lowered by the backend's platform."""
     platform = req.backend.platform()
-    return work.but(kernels=tuple(platform.lower(kf) if isinstance(kf, k.KernelFunction)
-                                  else kf for kf in work.kernels))
+    return work.but(kernels=tuple(platform.lower(kf) for kf in work.kernels))
