@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
+from stencilkit.compile import PointRequest, driver
 from stencilkit.ir import kernel as k
 from stencilkit.passes.platforms.cuda import CUDA_PLATFORM, Dim, HostLoop, Launch
 from stencilkit.registry import cuda as cuda_registry
@@ -80,7 +81,8 @@ def test_bind_maps_parameters_by_their_properties():
 def test_point_kernel_plan():
     st = sk.stencil(K.lap3d)
     st.generate(np.ones((4, 5, 6)), backend="cuda")
-    entry = cuda_registry.BACKEND.build_point(*_point_build_args(st, np.ones((4, 5, 6))))[1]
+    entry = driver.run(PointRequest(cuda_registry.BACKEND,
+                                    *_point_build_args(st, np.ones((4, 5, 6))))).entry
     launches = entry.plan.launches()
     assert len(launches) == 2  # the border (under fill_border), the interior
     border, interior = launches

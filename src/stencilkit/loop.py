@@ -18,8 +18,10 @@ import sys
 
 import numpy as np
 
-from . import config, registry
+from . import registry
 from .analysis.typing import ArgType, type_point_kernel
+from .compile import driver
+from .compile.requests import ParLoopRequest
 from .config import RACE_MODES, current
 from .errors import ArgumentError, StencilError, StencilTypeError, at_call
 from .ir import definition as d
@@ -169,19 +171,21 @@ class ParLoop:
                 self.specs, self.race_mode(), self.kernel.fast_math)
 
     def generate(self, backend: str | None = None) -> str:
-        """The generated source; cached in memory and on disk, independent of sizes."""
-        return self._built(backend, generate=True)[0]
+        """The generated source (rendered: nothing is compiled), independent of sizes."""
+        chosen = registry.resolve(backend or self.backend, self.kernel.name, generate=True)
+        return driver.render(self._request(chosen)).source
 
-    def _built(self, backend: str | None, generate: bool = False):
-        chosen = registry.resolve(backend or self.backend, self.kernel.name, generate=generate)
+    def _built(self, backend: str | None):
+        """(source, entry point), cached in memory and on disk."""
+        chosen = registry.resolve(backend or self.backend, self.kernel.name)
         key = self._key(chosen)
         built = _GENERATED.get(key)
         if built is None:
-            built = self._generate(chosen)
-            _GENERATED[key] = built
+            artifact = driver.run(self._request(chosen))
+            built = _GENERATED[key] = (artifact.source, artifact.entry)
         return built
 
-    def _generate(self, backend: Backend):
+    def _request(self, backend: Backend) -> ParLoopRequest:
         name = self.kernel.name
         backend.require("parloop", name, tuple(s.dtype for s in self.specs))
         if self._typed is None and not backend.capabilities.c_kernels:  # type: ignore[union-attr]
@@ -191,10 +195,9 @@ class ParLoop:
                                f"({', '.join(map(repr, able))}), not {backend.name!r}",
                                stencil=name, hint=f"use backend={able[0]!r} or write the "
                                                   "kernel in Python")
-        atomic = self.race_mode() is RaceMode.ATOMIC
-        with config.building(self.kernel.fast_math):
-            return backend.build_parloop(name, self._typed, self.specs, self._src,
-                                         self.kernel.code, atomic)
+        return ParLoopRequest(backend, name, self._typed, self.specs, self._src,
+                              self.kernel.code, self.race_mode() is RaceMode.ATOMIC,
+                              self.kernel.fast_math)
 
     # ------------------------------------------------------------ execution
 

@@ -23,13 +23,16 @@ from .analysis import geometry as geo_analysis
 from .analysis import schedule as sch
 from .analysis.geometry import Geometry
 from .build import cache
+from .compile import driver
+from .compile.declared import layout_key
+from .compile.hooks import dump
+from .compile.requests import ComputationRequest
 from .errors import ArgumentError, Location, StencilError, at_call
 from .frontend import aliasing
 from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .log import build_event
 from .passes.inline_temporaries import inline_temporaries
-from .passes.pipeline import dump
 from .runtime import hostile
 from .runtime.computation_args import ComputationArguments
 
@@ -161,7 +164,7 @@ class ComputationStencil:
 
     def generate(self, backend: str | None = None) -> str:
         chosen = registry.resolve(backend or self.backend, self.__name__, generate=True)
-        return self._build(chosen, None)[0]
+        return driver.render(self._request(chosen, None)).source
 
     # ------------------------------------------------------------ calls
 
@@ -356,22 +359,27 @@ class ComputationStencil:
     def _plan(self, backend: registry.Backend) -> Plan:
         return self.plans[backend.capabilities.inlines_temporaries]  # type: ignore[union-attr]
 
+    def _request(self, backend: registry.Backend, fields: dict[str, np.ndarray] | None
+                 ) -> ComputationRequest:
+        backend.require("computation", self.__name__,
+                        tuple({f.dtype for f in self.definition.fields}
+                              | {s.dtype for s in self.definition.scalars}))
+        plan = self._plan(backend)
+        return ComputationRequest(backend, plan.definition, plan.schedule, self.source, fields,
+                                  self.fast_math)
+
     def _build(self, backend: registry.Backend, fields: dict[str, np.ndarray] | None):
-        key = (backend.name, backend.computation_key(fields, self.definition))
+        """(source, launcher) of the build for ``fields``' layout."""
+        key = (backend.name, layout_key(backend, fields, self.definition))
         built = self._builds.get(key)
         if built is None:
-            backend.require("computation", self.__name__,
-                            tuple({f.dtype for f in self.definition.fields}
-                                  | {s.dtype for s in self.definition.scalars}))
-            plan = self._plan(backend)
+            request = self._request(backend, fields)
             started = time.perf_counter()
-            with config.building(self.fast_math):
-                built = backend.build_computation(plan.definition, plan.schedule, self.source,
-                                                  fields)
+            artifact = driver.run(request)
             build_event("computation %r: built for backend %r in %.3f s", self.__name__,
                         backend.name, time.perf_counter() - started,
                         verbose=getattr(self, "verbose", False))
-            dump("code", f"{self.__name__} [{backend.name}]", built[0])
+            built = (artifact.source, artifact.entry)
             self._builds[key] = built
         return built
 

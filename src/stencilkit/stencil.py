@@ -19,6 +19,9 @@ from . import adapters, config, dtypes, registry
 from .analysis.neighborhood import MAX_OFFSET, Neighborhood
 from .analysis.typing import ArgType
 from .build import cache
+from .compile import driver
+from .compile.point import TypedPointKernel, analyse
+from .compile.requests import PointRequest
 from .errors import (
     ArgumentError,
     Location,
@@ -35,7 +38,6 @@ from .frontend.source import SourceFunction
 from .ir import border_modes
 from .ir import definition as d
 from .log import build_event
-from .passes import pipeline
 from .passes.lower_point import Layout
 from .runtime import hostile
 from .runtime.launch import PointCall, check_shapes
@@ -160,7 +162,7 @@ class PointStencil:
         # stride, and the exact argument types (and dtype objects) of that call: the next
         # call with the same types goes straight to its entry (``codegen.c.exact_entry``).
         self._exact: tuple[PointCall, tuple] | None = None
-        self._last: tuple[str, pipeline.TypedPointKernel, str] | None = None
+        self._last: tuple[str, TypedPointKernel, str] | None = None
         # what the C call slot runs for a call with out= (``_install_fast_call``)
         self._sk_fast: tuple | None = None
 
@@ -203,7 +205,8 @@ class PointStencil:
         if args:
             arrays = self._normalize(args)
             okey = _array_key(out) if isinstance(out, np.ndarray) else None
-            return self._build(arrays, okey, backend, out is not None, generate=True).source
+            return self._build(arrays, okey, backend, out is not None, generate=True,
+                               render=True)
         if self._last is None:
             raise StencilError("the stencil has not been called yet, so its argument types "
                                "are unknown", stencil=self.__name__,
@@ -216,8 +219,8 @@ class PointStencil:
         chosen = registry.resolve(backend, self.__name__, generate=True)
         chosen.require("point", self.__name__, (*(t.dtype for t in types), out_dtype))
         _, src = self._parse()
-        with config.building(self.fast_math):
-            return chosen.build_point(typed, layout, src, out_dtype, types, mode=self.mode)[0]
+        return driver.render(PointRequest(chosen, typed, layout, src, out_dtype, types,
+                                          self.mode, self.fast_math)).source
 
     # ------------------------------------------------------------ the call path
 
@@ -390,9 +393,11 @@ class PointStencil:
         return tuple(types)
 
     def _build(self, args, okey, backend: str | None, has_out: bool,
-               generate: bool = False) -> PointCall:
+               generate: bool = False, render: bool = False):
+        """The call of this signature built (``generate``: for a backend that need not run
+        here; ``render``: its source only, nothing compiled)."""
         try:
-            return self._build_unguarded(args, okey, backend, has_out, generate)
+            return self._build_unguarded(args, okey, backend, has_out, generate, render)
         except RecursionError:
             # Long operator chains are split when parsed; what remains too deep is nesting
             # inside conditional expressions or and/or chains.
@@ -404,7 +409,7 @@ class PointStencil:
             ) from None
 
     def _build_unguarded(self, args, okey, backend: str | None, has_out: bool,
-                         generate: bool = False) -> PointCall:
+                         generate: bool = False, render: bool = False):
         kernel, src = self._parse()
         name = self.__name__
         types = self._arg_types(args)
@@ -415,15 +420,19 @@ class PointStencil:
         layout = Layout(tuple(bool(isinstance(a, np.ndarray) and _array_key(a)[2])
                               for a in args),
                         okey[2] if okey is not None else True)
+        request = PointRequest(chosen, typed, layout, src, out_dtype, types, self.mode,
+                               self.fast_math)
+        self._last_build = (typed, layout, out_dtype, types)
+        if render:
+            source = driver.render(request).source
+            self._last = (chosen.name, typed, source)
+            return source
         started = time.perf_counter()
-        with config.building(self.fast_math):
-            source, entry = chosen.build_point(typed, layout, src, out_dtype, types,
-                                               mode=self.mode)
+        built = driver.run(request)
+        source, entry = built.source, built.entry
         build_event("point kernel %r: built for backend %r (%s) in %.3f s", name, chosen.name,
                     ", ".join(str(t) for t in types), time.perf_counter() - started)
-        pipeline.dump("code", f"{name} [{chosen.name}]", source)
         self._last = (chosen.name, typed, source)
-        self._last_build = (typed, layout, out_dtype, types)
         return chosen.launcher("point")(
             entry, out_dtype, cval, self.cval is not None and border_modes.any_constant(self.mode),
             name,
@@ -446,7 +455,7 @@ class PointStencil:
         dtype, the converted cval, the positions of the arrays and of the relative ones."""
         kernel, _ = self._parse()
         name = self.__name__
-        typed = pipeline.analyse(kernel, types, self.explicit_neighborhood)
+        typed = analyse(kernel, types, self.explicit_neighborhood)
         if self._neighborhood is None:
             self._neighborhood = typed.neighborhood.neighborhood
         rt = typed.kernel.return_type
@@ -467,14 +476,14 @@ class PointStencil:
                          and types[i].is_array)
         return TypedCall(typed, out_dtype, cval, arrays, relative)
 
-    def _numba_module(self, typed: pipeline.TypedPointKernel, out_dtype: np.dtype):
+    def _numba_module(self, typed: TypedPointKernel, out_dtype: np.dtype):
         """The generated module of the "numba" backend for one typed call (what a call from
         inside jitted code inlines, whatever the stencil's backend)."""
         _, src = self._parse()
-        source, module = registry.REGISTRY["numba"].point_module(typed, src, out_dtype,
-                                                                   self.mode)
-        pipeline.dump("code", f"{self.__name__} [numba]", source)
-        return source, module
+        layout = Layout(tuple(True for _ in typed.kernel.params), True)  # (Numba's own)
+        built = driver.run(PointRequest(registry.REGISTRY["numba"], typed, layout, src,
+                                        out_dtype, (), self.mode, self.fast_math))
+        return built.source, built.entry
 
     @functools.cached_property
     def digest(self) -> str:
@@ -517,7 +526,7 @@ _NOT_GIVEN = object()  # stencil()'s func_or_mode when only a keyword (or nothin
 
 
 class TypedCall(NamedTuple):
-    typed: pipeline.TypedPointKernel
+    typed: TypedPointKernel
     out_dtype: np.dtype
     cval: object
     arrays: tuple[int, ...]

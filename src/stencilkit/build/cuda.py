@@ -109,9 +109,10 @@ def compile_ptx(source: str, arch: str, name: str = "stencilkit", fast_math: boo
     """The PTX of ``source``, through the disk cache (key: source, NVRTC version and every
     option, the architecture among them); compiled by ``compile_ptx_uncached`` when
     missing."""
+    from ..compile.keys import back_key
     from . import cache
 
-    k = cache.key("cuda-ptx", source, nvrtc_version(), *options(arch, fast_math))
+    k = back_key("cuda-ptx", source, (nvrtc_version(), *options(arch, fast_math)))
     hit = cache.memory_get(k)
     if hit is not None:
         return hit  # type: ignore[return-value]

@@ -61,9 +61,9 @@ def _load_error(exc: ImportError, stencil: str) -> BackendError:
                              "backend='numpy'")
 
 
-def exec_generated(kind: str, source: str, function: str, label: str) -> Callable[..., object]:
-    """The function ``function`` defined by generated Python ``source`` (memory-cached)."""
-    key = cache.key(kind, source)
+def exec_generated(key: str, source: str, function: str, label: str) -> Callable[..., object]:
+    """The function ``function`` defined by generated Python ``source`` (memory-cached under
+    its back key ``key``)."""
     fn = cache.memory_get(key)
     if fn is None:
         namespace: dict[str, object] = {}

@@ -56,9 +56,14 @@ def numba_version() -> str:
     return numba.__version__
 
 
-def load_module(kind: str, source: str) -> ModuleType:
-    """The module ``source`` defines (memory-cached, stored in the disk cache)."""
-    k = cache.key(f"numba-{kind}", PREFIX, source, numba_version())
+def identity() -> tuple[str, ...]:
+    """What, besides the source, decides what Numba makes of a generated module."""
+    return (PREFIX, numba_version())
+
+
+def load_module(k: str, source: str) -> ModuleType:
+    """The module ``source`` defines (memory-cached, stored in the disk cache under its back
+    key ``k``: ``compile.keys.back_key`` of the source and ``identity()``)."""
     mod = cache.memory_get(k)
     if mod is None:
         def build(tmp: Path) -> None:

@@ -1,10 +1,11 @@
 """The backend registry: one module per backend, availability, and the default choice.
 
 Each module of this package declares one backend (``base.Backend``: name, probe,
-capabilities, pieces, build steps); ``REGISTRY`` lists them in contract.md's order (section 4). Nothing
-outside this package compares backend names: the rest of the package asks the chosen
-``Backend`` for its capabilities and build steps. ``sk.backends()`` (contract.md section 4)
-reports, for every backend, whether it runs here and why not.
+capabilities, pieces: the stage functions the compile driver runs); ``REGISTRY`` lists them
+in contract.md's order (section 4). Nothing outside this package compares backend names:
+the rest of the package asks the chosen ``Backend`` for its capabilities and stages.
+``sk.backends()`` (contract.md section 4) reports, for every backend, whether it runs here
+and why not.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from .. import config
 from ..config import current
 from ..errors import BackendError
 from . import c, cuda, numba, numpy, opencl
-from .base import KINDS, Backend, Capabilities, PerKind, Pieces
+from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
 
-__all__ = ["KINDS", "REGISTRY", "Backend", "BackendStatus", "Capabilities", "PerKind",
-           "Pieces", "available", "backends", "exporter", "gt4py_names", "implemented", "resolve"]
+__all__ = ["KINDS", "REGISTRY", "Backend", "BackendStatus", "Capabilities", "KindStages",
+           "PerKind", "Pieces", "Stages", "available", "backends", "exporter", "gt4py_names",
+           "implemented", "resolve"]
 
 REGISTRY: dict[str, Backend] = {m.BACKEND.name: m.BACKEND
                                 for m in (numpy, c, numba, cuda, opencl)}

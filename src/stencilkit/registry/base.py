@@ -1,7 +1,7 @@
 """What a backend declares, and the steps every backend shares.
 
 A backend module (``registry/numpy.py``, ``registry/c.py``, ...) defines one ``BACKEND``: a
-``Backend`` (or a subclass of it that implements the build steps) with
+``Backend`` with
 
 - ``name``, ``description``, ``needs``: what ``sk.backends()`` reports (contract.md section 4);
 - ``probe``: ``None`` when the backend runs here, else the reason it does not. A backend
@@ -11,17 +11,17 @@ A backend module (``registry/numpy.py``, ``registry/c.py``, ...) defines one ``B
 - ``capabilities``: the kinds it builds, the dtypes it computes on, its device, and the few
   facts the rest of the package asks instead of comparing names (does the generated code
   index arrays in elements? does it want temporaries inlined? ...);
-- ``pieces``: where each stage of its pipeline lives, as ``"module:attribute"`` references
-  imported on first use, so that declaring a backend imports none of its dependencies;
+- ``pieces``: its platform, the functions of each stage the compile driver runs per kind
+  (``KindStages``) and its launchers, as ``"module:attribute"`` references imported on
+  first use, so that declaring a backend imports none of its dependencies;
 - ``gt4py_names``: the GT4Py backend names it stands in for (``gtscript.stencil(backend=)``).
 
 A backend that is declared but not built (no capabilities, no pieces) is listed by
 ``sk.backends()`` with the reason its probe gives, and is refused by ``resolve``.
 
-The build steps (``build_point``, ``computation_key``, ``build_computation``,
-``build_parloop``) return the generated source and the entry point; the launchers
-(``runtime/``) turn an entry point into what a call runs. Typing, scheduling, argument
-checks and the cache are shared and stay outside the backend modules.
+No backend composes a pipeline: ``compile/driver.py`` runs the stages a backend declares,
+in the order of the kind's pipeline. Typing, scheduling, argument checks, the hooks and the
+cache keys are shared and stay outside the backend modules.
 """
 
 from __future__ import annotations
@@ -38,17 +38,7 @@ from ..errors import BackendError
 from ..ir.abi import Device
 
 if TYPE_CHECKING:
-    from ..analysis.schedule import Schedule
-    from ..analysis.typing import ArgType
-    from ..frontend.source import SourceFunction
-    from ..ir.computation import ComputationDef
-    from ..ir.definition import PointKernel
-    from ..passes.lower_parloop import ArgSpec
-    from ..passes.lower_point import Layout
-    from ..passes.pipeline import TypedPointKernel
     from ..passes.platforms.base import Platform
-
-Fields = dict[str, np.ndarray]
 
 #: The three kinds of kernels a backend may build.
 KINDS = ("point", "computation", "parloop")
@@ -91,25 +81,64 @@ class PerKind:
 
 
 @dataclass(frozen=True)
+class KindStages:
+    """The functions one backend runs for one kind, one per stage of the kind's pipeline
+    (``compile.driver.PIPELINES``), as ``"module:attribute"`` references; None: the backend
+    has no such stage. Each is a function ``(request, work) -> work``; the driver calls
+    them in the pipeline's order, ``transforms`` in the order given, each under its name;
+    ``key`` is a function ``request -> tuple[str, ...]``, the identity of the toolchain
+    (the driver makes the back key of it, the source and the work's ``key_inputs``).
+    ``layout_key`` (not a stage): ``(fields, definition) -> tuple``, what beyond the
+    definition a computation's code depends on."""
+
+    print: str  # every backend prints
+    lower: str | None = None
+    lower_loop: str | None = None
+    transforms: tuple[tuple[str, str], ...] = ()  # (stage name, reference)
+    platform: str | None = None
+    key: str | None = None
+    toolchain: str | None = None
+    launcher: str | None = None
+    layout_key: str | None = None
+
+    def refs(self) -> tuple[str, ...]:
+        return tuple(r for r in (self.lower, self.lower_loop, *(r for _, r in self.transforms),
+                                 self.platform, self.print, self.key, self.toolchain,
+                                 self.launcher, self.layout_key) if r)
+
+
+@dataclass(frozen=True)
+class Stages:
+    """A backend's stages per kind (None: the kind is not built)."""
+
+    point: KindStages | None = None
+    computation: KindStages | None = None
+    parloop: KindStages | None = None
+
+    def refs(self) -> tuple[str, ...]:
+        return tuple(r for ks in (self.point, self.computation, self.parloop) if ks
+                     for r in ks.refs())
+
+
+@dataclass(frozen=True)
 class Pieces:
     """Where each stage of a backend's pipeline lives (docs/architecture.md has the picture).
 
     ``platform``: the lowering of the kernel IR's abstract nodes (parallel loops, atomics,
     math per dtype) to the language (None: the backend prints from the definition IR);
-    ``printer``: per kind, what prints source; ``toolchain``: what turns source into a
-    callable; ``launcher``: per kind, what runs an entry point; ``array_module``: the array
-    library its arrays come from.
+    ``stages``: per kind, the functions the compile driver runs; ``launcher``: per kind,
+    what runs an entry point at a call; ``array_module``: the array library its arrays
+    come from.
     """
 
     platform: str | None
-    printer: PerKind
-    toolchain: str
+    stages: Stages
     launcher: PerKind
     array_module: str
 
     def refs(self) -> tuple[str, ...]:
-        return ((self.platform,) if self.platform else ()) + self.printer.refs() + (
-            self.toolchain,) + self.launcher.refs()
+        return ((self.platform,) if self.platform else ()) + self.stages.refs() + \
+            self.launcher.refs()
 
 
 @functools.cache
@@ -136,8 +165,7 @@ def nothing() -> str | None:
 
 @dataclass(frozen=True)
 class Backend:
-    """One backend's declaration. Subclasses implement the build steps of the kinds their
-    capabilities name; this base builds nothing (a declared, not yet built backend)."""
+    """One backend's declaration (without capabilities and pieces: declared, not built)."""
 
     name: str
     description: str
@@ -187,33 +215,6 @@ class Backend:
         ref = getattr(self.pieces.launcher, kind)
         assert ref is not None, (self.name, kind)
         return load(ref)
-
-    # ------------------------------------------------------------ build steps
-
-    def build_point(self, typed: TypedPointKernel, layout: Layout, src: SourceFunction,
-                    out_dtype: np.dtype, types: tuple[ArgType, ...], mode: str = "constant"
-                    ) -> tuple[str, Callable[..., object]]:
-        """(source, entry point) of one point-kernel specialization with border ``mode``
-        (``func_or_mode``: "constant" fills the border with cval, the others compute it)."""
-        raise self._not_built("point")
-
-    def computation_key(self, fields: Fields | None, defn: ComputationDef) -> tuple:
-        """What, beyond the definition, the built computation depends on (e.g. which axis
-        of each field has unit stride); one build per distinct key."""
-        return ()
-
-    def build_computation(self, defn: ComputationDef, sched: Schedule, src: SourceFunction,
-                          fields: Fields | None) -> tuple[str, Callable[..., None]]:
-        """(source, launcher) of a scheduled computation; the launcher runs
-        ``(values, temporaries, geometry)``."""
-        raise self._not_built("computation")
-
-    def build_parloop(self, name: str, typed: PointKernel | None, specs: tuple[ArgSpec, ...],
-                      src: SourceFunction | None, code: str | None, atomic: bool
-                      ) -> tuple[str, Callable[..., object]]:
-        """(source, entry point) of a ParLoop: ``typed`` is the typed Python kernel, or None
-        when the kernel is C source ``code`` (only with ``capabilities.c_kernels``)."""
-        raise self._not_built("parloop")
 
     def _not_built(self, kind: str) -> BackendError:
         return BackendError(f"backend {self.name!r} does not build {_KIND_TEXT[kind]}",

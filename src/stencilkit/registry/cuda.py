@@ -16,11 +16,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+from typing import TYPE_CHECKING
 
 from .. import dtypes
-from ..ir.verify import checked, checked_plan
-from ..passes.simplify import simplify
-from .base import KINDS, Backend, Capabilities, PerKind, Pieces
+from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
+
+if TYPE_CHECKING:
+    from ..compile.driver import Work
+    from ..compile.requests import ComputationRequest, ParLoopRequest, PointRequest, Request
 
 #: every type, complex ones as the prelude's structs
 CUDA_DTYPES = dtypes.SUPPORTED
@@ -70,108 +73,158 @@ def probe() -> str | None:
     return probe_kernel()
 
 
-def _filename(src) -> str:
-    return src.filename.rsplit("/", 1)[-1]
+# ------------------------------------------------------------------ stages (compile.driver)
+
+def complex_functions(req: Request, work: Work) -> Work:
+    """Refuse a complex math function "cuda" does not compute, naming the statement, before
+    the platform (which would fail on it)."""
+    require_complex_functions(work.kernels[0], req.name)
+    return work
 
 
-class CudaBackend(Backend):
-    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
-        from ..codegen.cuda import plan_source
-        from ..ir import kernel as k
-        from ..passes import pipeline
-        from ..passes.lower_point import CVAL, FILL_BORDER, OUT
-        from ..passes.parallel_nests import mark_parallel_nests
-        from ..passes.platforms.cuda import CUDA_PLATFORM
-        from ..passes.platforms.cuda_layout import Variant, specialize
-        from ..runtime.cuda import CudaEntry, Variants
-        from ..runtime.launch import standard_arrays
+def mark_parallel(req: PointRequest, work: Work) -> Work:
+    """The loops a thread per point may run, marked parallel (the platform makes grid
+    dimensions of marked loops only)."""
+    from ..passes.parallel_nests import mark_parallel_nests
 
-        kernel = typed.kernel
-        kf = pipeline.lower(typed, layout, src.line_text, _filename(src), out_dtype, mode)
-        kf = checked(simplify(kf))
-        require_complex_functions(kf, kernel.name)
-        # the loops a thread per point may run: marked parallel (the platform makes grid
-        # dimensions of marked loops only)
-        kf = checked(dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params)))
-        out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
-
-        def build(variant: Variant) -> tuple:
-            plan = checked_plan(CUDA_PLATFORM.plan(specialize(kf, variant),
-                                                   unit=(out, variant.unit_axis),
-                                                   covering=variant.covering))
-            return plan, plan_source(plan)
-
-        # this specialization's own kernels: C order (its unit strides are the layout's,
-        # already constants), 32-bit indices, a thread per point; the entry builds the
-        # others per call (runtime.cuda_variants)
-        ndim = typed.kernel.ndim
-        units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, types)
-                 if unit and t.ndim == ndim}  # as runtime.cuda_variants.choose counts them
-        own = Variant(ndim - 1,
-                      frozenset(units | ({OUT} if layout.out_unit_stride else set())), True,
-                      True)
-        plan, source = build(own)
-        names = (*kernel.params, OUT, FILL_BORDER, CVAL)
-        standard = standard_arrays(kernel, types, typed.neighborhood.border, mode)
-        return source, CudaEntry(plan, source, names, frozenset({OUT}), kernel.name, standard,
-                                 Variants(own, build, OUT))
-
-    def computation_key(self, fields, defn):
-        from ..passes.lower_computation import layout_of
-
-        return tuple(sorted(layout_of(fields, defn).items()))
-
-    def build_computation(self, defn, sched, src, fields):
-        from ..codegen.cuda import plan_source
-        from ..codegen.kernel_text import kernel_ir_text
-        from ..passes.lower_computation import AXES, domain_key, layout_of, origin_key
-        from ..passes.lower_computation_gpu import GpuComputationLowering
-        from ..passes.pipeline import dump
-        from ..passes.platforms.cuda import CUDA_PLATFORM
-        from ..runtime.computation import CompiledComputationCall
-        from ..runtime.cuda import CudaEntry
-
-        lowering = GpuComputationLowering(defn, sched, layout_of(fields, defn), src)
-        kf = lowering.lower_all()
-        kf = checked(simplify(checked(kf)))
-        dump("kernel", defn.name, kernel_ir_text(kf))
-        require_complex_functions(kf, defn.name)
-        plan = checked_plan(CUDA_PLATFORM.plan(kf))
-        source = plan_source(plan)
-        buffers = tuple(lowering.buffers)
-        names = [*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
-                 *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES)]
-        read_only = {f.name for f in defn.fields} - {n for ms in sched.multistages
-                                                     for n in ms.written}
-        entry = CudaEntry(plan, source, names, frozenset(buffers) - read_only, defn.name)
-        axes = {n: tuple(lowering.axes[n]) for n in buffers}
-        return source, CompiledComputationCall(entry, defn, buffers, axes)
-
-    def build_parloop(self, name, typed, specs, src, code, atomic):
-        from ..codegen.cuda import plan_source
-        from ..codegen.kernel_text import kernel_ir_text
-        from ..passes import lower_parloop as lpl
-        from ..passes.pipeline import dump
-        from ..passes.platforms.cuda import CUDA_PLATFORM
-        from ..runtime.cuda import CudaParLoopEntry
-
-        assert typed is not None, "C-string kernels are refused by capabilities.c_kernels"
-        kf = lpl.KernelLowering(typed, specs, src.line_text, _filename(src)).lower_kernel()
-        kf = checked(simplify(checked(kf)))
-        dump("kernel", name, kernel_ir_text(kf))
-        require_complex_functions(kf, name)
-        # a __device__ function returning its status
-        kernel = checked(CUDA_PLATFORM.lower(kf), platform_lowered=True)
-        loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs, atomic,
-                                kf.uses_error_flag).lower()
-        loop = checked(simplify(checked(loop)))
-        dump("kernel", f"{name} loop", kernel_ir_text(loop))
-        plan = checked_plan(CUDA_PLATFORM.plan(loop))
-        source = plan_source(plan, (kernel,))
-        return source, CudaParLoopEntry(plan, source, (), frozenset(), name)
+    (kf,) = work.kernels
+    return work.but(kernels=(dataclasses.replace(kf, body=mark_parallel_nests(kf.body,
+                                                                              kf.params)),))
 
 
-BACKEND = CudaBackend(
+def plan_point(req: PointRequest, work: Work) -> Work:
+    """This specialization's own launch plan: C order (its unit strides are the layout's,
+    already constants), 32-bit indices, a thread per point; the entry plans the other
+    variants per call (``runtime.cuda_variants``) with ``facts["variants"]``."""
+    from ..ir import kernel as k
+    from ..ir.verify import checked_plan
+    from ..passes.lower_point import OUT
+    from ..passes.platforms.cuda import CUDA_PLATFORM
+    from ..passes.platforms.cuda_layout import Variant, specialize
+
+    (kf,) = work.kernels
+    kernel, layout = req.typed.kernel, req.layout
+    out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
+
+    def plan(variant: Variant):
+        # the variants a call plans later are verified as they are planned (the driver's
+        # hook sees this specialization's own plan only)
+        return checked_plan(CUDA_PLATFORM.plan(specialize(kf, variant),
+                                               unit=(out, variant.unit_axis),
+                                               covering=variant.covering))
+
+    ndim = kernel.ndim
+    units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, req.types)
+             if unit and t.ndim == ndim}  # as runtime.cuda_variants.choose counts them
+    own = Variant(ndim - 1,
+                  frozenset(units | ({OUT} if layout.out_unit_stride else set())), True, True)
+    return work.but(plan=plan(own), facts={"variants": (own, plan)})
+
+
+def plan_kernel(req: Request, work: Work) -> Work:
+    from ..ir.verify import checked_plan
+    from ..passes.platforms.cuda import CUDA_PLATFORM
+
+    return work.but(plan=checked_plan(CUDA_PLATFORM.plan(work.kernels[0])))
+
+
+def plan_parloop(req: ParLoopRequest, work: Work) -> Work:
+    """The kernel as a __device__ function returning its status; the loop planned."""
+    from ..ir.verify import checked_plan
+    from ..passes.platforms.cuda import CUDA_PLATFORM
+
+    kernel, loop = work.kernels
+    return work.but(kernels=(CUDA_PLATFORM.lower(kernel), loop),
+                    plan=checked_plan(CUDA_PLATFORM.plan(loop)))
+
+
+def print_plan(req: Request, work: Work) -> Work:
+    from ..codegen.cuda import plan_source
+
+    return work.but(source=plan_source(work.plan))
+
+
+def print_parloop(req: ParLoopRequest, work: Work) -> Work:
+    from ..codegen.cuda import plan_source
+
+    return work.but(source=plan_source(work.plan, (work.kernels[0],)))
+
+
+def point_entry(req: PointRequest, work: Work) -> Work:
+    """The entry: it compiles the source for the device on its first call (NVRTC, PTX in
+    the disk cache under ``build.cuda``'s back key), so building needs no GPU."""
+    from ..codegen.cuda import plan_source
+    from ..passes.lower_point import CVAL, FILL_BORDER, OUT
+    from ..runtime.cuda import CudaEntry, Variants
+    from ..runtime.launch import standard_arrays
+
+    kernel = req.typed.kernel
+    own, plan = work.facts["variants"]
+    names = (*kernel.params, OUT, FILL_BORDER, CVAL)
+    standard = standard_arrays(kernel, req.types, req.typed.neighborhood.border, req.mode)
+
+    def build(variant):
+        planned = plan(variant)
+        return planned, plan_source(planned)
+
+    return work.but(entry=CudaEntry(work.plan, work.source, names, frozenset({OUT}), req.name,
+                                    standard, Variants(own, build, OUT)))
+
+
+def computation_entry(req: ComputationRequest, work: Work) -> Work:
+    from ..passes.lower_computation import AXES, domain_key, origin_key
+    from ..runtime.cuda import CudaEntry
+
+    lowering, defn = work.facts["lowering"], req.defn
+    buffers = tuple(lowering.buffers)
+    names = [*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
+             *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES)]
+    read_only = {f.name for f in defn.fields} - {n for ms in req.sched.multistages
+                                                 for n in ms.written}
+    return work.but(entry=CudaEntry(work.plan, work.source, names,
+                                    frozenset(buffers) - read_only, defn.name))
+
+
+def parloop_entry(req: ParLoopRequest, work: Work) -> Work:
+    from ..runtime.cuda import CudaParLoopEntry
+
+    return work.but(entry=CudaParLoopEntry(work.plan, work.source, (), frozenset(), req.name))
+
+
+def lower_computation(req: ComputationRequest, work: Work) -> Work:
+    from ..passes.lower_computation import layout_of
+    from ..passes.lower_computation_gpu import GpuComputationLowering
+
+    lowering = GpuComputationLowering(req.defn, req.sched, layout_of(req.fields, req.defn),
+                                      req.src)
+    return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
+
+
+def launch_computation(req: ComputationRequest, work: Work) -> Work:
+    from ..runtime.computation import CompiledComputationCall
+
+    lowering = work.facts["lowering"]
+    buffers = tuple(lowering.buffers)
+    axes = {n: tuple(lowering.axes[n]) for n in buffers}
+    return work.but(entry=CompiledComputationCall(work.entry, req.defn, buffers, axes))
+
+
+def computation_layout(fields, defn) -> tuple:
+    from ..passes.lower_computation import layout_of
+
+    return tuple(sorted(layout_of(fields, defn).items()))
+
+
+def _ref(name: str) -> str:
+    return f"{__name__}:{name}"
+
+
+_SHARED = "stencilkit.registry.shared_stages"
+_COMPLEX = ("complex_functions", _ref("complex_functions"))
+_SIMPLIFY = ("simplify", f"{_SHARED}:simplify_each")
+
+
+BACKEND = Backend(
     "cuda", "CUDA C++ compiled by NVRTC, on CuPy arrays (NumPy arrays are copied)",
     needs="cupy, an NVIDIA GPU", probe=probe,
     capabilities=Capabilities(
@@ -182,10 +235,23 @@ BACKEND = CudaBackend(
     ),
     pieces=Pieces(
         platform="stencilkit.passes.platforms.cuda:CudaPlatform",
-        printer=PerKind(point="stencilkit.codegen.cuda:plan_source",
-                        computation="stencilkit.codegen.cuda:plan_source",
-                        parloop="stencilkit.codegen.cuda:plan_source"),
-        toolchain="stencilkit.build.cuda:compile_ptx",
+        # no "key" stage: the entry compiles for the device it meets (build.cuda keys the PTX)
+        stages=Stages(
+            point=KindStages(lower=f"{_SHARED}:lower_point",
+                             transforms=(_SIMPLIFY, _COMPLEX,
+                                         ("mark_parallel", _ref("mark_parallel"))),
+                             platform=_ref("plan_point"), print=_ref("print_plan"),
+                             toolchain=_ref("point_entry")),
+            computation=KindStages(lower=_ref("lower_computation"),
+                                   transforms=(_SIMPLIFY, _COMPLEX),
+                                   platform=_ref("plan_kernel"), print=_ref("print_plan"),
+                                   toolchain=_ref("computation_entry"),
+                                   launcher=_ref("launch_computation"),
+                                   layout_key=_ref("computation_layout")),
+            parloop=KindStages(lower=f"{_SHARED}:lower_parloop_kernel",
+                               lower_loop=f"{_SHARED}:lower_parloop_loop",
+                               transforms=(_SIMPLIFY, _COMPLEX), platform=_ref("plan_parloop"),
+                               print=_ref("print_parloop"), toolchain=_ref("parloop_entry"))),
         launcher=PerKind(point="stencilkit.runtime.cuda:CudaPointCall",
                          computation="stencilkit.runtime.computation:CompiledComputationCall",
                          parloop="stencilkit.runtime.cuda_parloop:run_blocks"),

@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..build import (
     numba_module,  # its import installs the finder of generated modules
     verdicts,
 )
-from ..ir.kernel import MathCall
-from ..ir.verify import checked
-from .base import KINDS, Backend, Capabilities, PerKind, Pieces
+from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
+from .shared_stages import filename, lower
+
+if TYPE_CHECKING:
+    from ..compile.driver import Work
+    from ..compile.requests import ComputationRequest, ParLoopRequest, PointRequest, Request
 
 
 @functools.cache
@@ -58,86 +62,98 @@ def _compile_one_line() -> verdicts.Verdict:
     return verdicts.Verdict(None)
 
 
-#: what the Numba platform leaves to its printer (math functions, printed per dtype)
-KEEPS = (MathCall,)
+# ------------------------------------------------------------------ stages (compile.driver)
+
+def lower_point(req: PointRequest, work: Work) -> Work:
+    """Numba indexes arrays itself: the layout (constant unit strides) does not matter."""
+    from ..passes.lower_point import Layout
+
+    layout = Layout(tuple(True for _ in req.typed.kernel.params), True)
+    return work.but(kernels=(lower(req.typed, layout, req.src.line_text, filename(req.src),
+                                   req.out_dtype, req.mode),))
 
 
-class NumbaBackend(Backend):
-    def point_module(self, typed, src, out_dtype, mode="constant"):
-        """(source, module) of one typed point kernel: the module's ``parallel``,
-        ``serial`` and ``inline`` dispatchers run it."""
-        from ..codegen import numba as numba_codegen
-        from ..passes import pipeline
-        from ..passes.lower_point import CVAL, FILL_BORDER, OUT, Layout
+def print_point(req: PointRequest, work: Work) -> Work:
+    """The module whose ``parallel``, ``serial`` and ``inline`` dispatchers run the kernel
+    (the printer lowers the point kernels' few abstract nodes itself)."""
+    from ..codegen import numba as numba_codegen
+    from ..passes.lower_point import CVAL, FILL_BORDER, OUT
 
-        kernel = typed.kernel
-        # Numba indexes arrays itself: the layout (constant unit strides) does not matter
-        layout = Layout(tuple(True for _ in kernel.params), True)
-        kf = pipeline.lower(typed, layout, src.line_text, src.filename.rsplit("/", 1)[-1],
-                            out_dtype, mode)
-        source = numba_codegen.kernel_module(kf, (*kernel.params, OUT, FILL_BORDER, CVAL))
-        return source, numba_module.load_module("point", source)
+    params = (*req.typed.kernel.params, OUT, FILL_BORDER, CVAL)
+    return work.but(source=numba_codegen.kernel_module(work.kernels[0], params))
 
-    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
-        return self.point_module(typed, src, out_dtype, mode)
 
-    def computation_key(self, fields, defn):
-        from ..passes.lower_computation import layout_of
+def lower_computation(req: ComputationRequest, work: Work) -> Work:
+    from ..passes.lower_computation import ComputationLowering, layout_of
 
-        # the loop over the unit-stride axis innermost, as on "c"
-        return tuple(sorted(layout_of(fields, defn).items()))
+    lowering = ComputationLowering(req.defn, req.sched, layout_of(req.fields, req.defn),
+                                   req.src)
+    return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
 
-    def build_computation(self, defn, sched, src, fields):
-        from ..codegen import numba as numba_codegen
-        from ..codegen.kernel_text import kernel_ir_text
-        from ..passes.lower_computation import (
-            AXES,
-            ComputationLowering,
-            domain_key,
-            layout_of,
-            origin_key,
-        )
-        from ..passes.pipeline import dump
-        from ..runtime.computation import NumbaComputationCall
 
-        lowering = ComputationLowering(defn, sched, layout_of(fields, defn), src)
-        kf = lowering.lower_all()
-        dump("kernel", defn.name, kernel_ir_text(checked(kf)))
-        kf = checked(self.platform().lower(kf), platform_lowered=True, keeps=KEEPS)
-        buffers = tuple(lowering.buffers)
-        arguments = (*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
-                     *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES))
-        source = numba_codegen.lowered_module(((kf, arguments),), _header(kf))
-        module = numba_module.load_module("computation", source)
-        axes = {n: tuple(lowering.axes[n]) for n in buffers}
-        dtypes_ = {n: b.element_type for n, b in lowering.buffers.items()}
-        return source, NumbaComputationCall(module.parallel, defn, buffers, axes, dtypes_)
+def print_computation(req: ComputationRequest, work: Work) -> Work:
+    from ..codegen import numba as numba_codegen
+    from ..passes.lower_computation import AXES, domain_key, origin_key
 
-    def build_parloop(self, name, typed, specs, src, code, atomic):
-        from ..codegen import numba as numba_codegen
-        from ..codegen.kernel_text import kernel_ir_text
-        from ..passes import lower_parloop as lpl
-        from ..passes.pipeline import dump
+    lowering, (kf,) = work.facts["lowering"], work.kernels
+    buffers = tuple(lowering.buffers)
+    arguments = (*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
+                 *(s.name for s in req.defn.scalars), *(domain_key(a) for a in AXES))
+    return work.but(source=numba_codegen.lowered_module(((kf, arguments),), _header(kf)))
 
-        # no atomics here: every ParLoop writing shared entries runs colour by colour
-        # (runtime.parloop_blocks.run_coloured), whatever race= asks
-        platform = self.platform()
-        kf = lpl.KernelLowering(typed, specs, src.line_text,
-                                src.filename.rsplit("/", 1)[-1]).lower_kernel()
-        dump("kernel", name, kernel_ir_text(checked(kf)))
-        kernel = checked(platform.lower(kf), platform_lowered=True, keeps=KEEPS)
-        loop = lpl.LoopLowering(lpl.loop_function_name(name), name, kf.name, specs, False,
-                                kf.uses_error_flag).lower()
-        dump("kernel", f"{name} loop", kernel_ir_text(checked(loop)))
-        loop = checked(platform.lower(loop), platform_lowered=True, keeps=KEEPS)
-        arguments = [lpl.NBLOCKS, lpl.BLOCKS]
-        for i, s in enumerate(specs):
-            arguments.append(f"a{i}")
-            if s.kind.shares_targets:
-                arguments.append(f"m{i}")
-        source = numba_codegen.lowered_module(((kernel, None), (loop, tuple(arguments))),
-                                              _header(loop))
-        return source, numba_module.load_module("parloop", source)
+
+def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
+    """No atomics here: every ParLoop writing shared entries runs colour by colour
+    (runtime.parloop_blocks.run_coloured), whatever race= asks."""
+    from ..passes import lower_parloop as lpl
+
+    kernel = work.kernels[0]
+    loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, kernel.name,
+                            req.specs, False, kernel.uses_error_flag).lower()
+    return work.but(kernels=(kernel, loop))
+
+
+def print_parloop(req: ParLoopRequest, work: Work) -> Work:
+    from ..codegen import numba as numba_codegen
+    from ..passes import lower_parloop as lpl
+
+    kernel, loop = work.kernels
+    arguments = [lpl.NBLOCKS, lpl.BLOCKS]
+    for i, s in enumerate(req.specs):
+        arguments.append(f"a{i}")
+        if s.kind.shares_targets:
+            arguments.append(f"m{i}")
+    return work.but(source=numba_codegen.lowered_module(
+        ((kernel, None), (loop, tuple(arguments))), _header(loop)))
+
+
+def identity(req: Request) -> tuple[str, ...]:
+    return numba_module.identity()
+
+
+def load(req: Request, work: Work) -> Work:
+    """The module stored in the cache under the back key and imported (Numba compiles its
+    functions on their first call, ``cache=True``)."""
+    assert work.back_key is not None and work.source is not None
+    return work.but(entry=numba_module.load_module(work.back_key, work.source))
+
+
+def launch_computation(req: ComputationRequest, work: Work) -> Work:
+    from ..runtime.computation import NumbaComputationCall
+
+    lowering = work.facts["lowering"]
+    buffers = tuple(lowering.buffers)
+    axes = {n: tuple(lowering.axes[n]) for n in buffers}
+    dtypes_ = {n: b.element_type for n, b in lowering.buffers.items()}
+    return work.but(entry=NumbaComputationCall(work.entry.parallel, req.defn, buffers, axes,
+                                               dtypes_))
+
+
+def computation_layout(fields, defn) -> tuple:
+    """The loop over the unit-stride axis innermost, as on "c"."""
+    from ..passes.lower_computation import layout_of
+
+    return tuple(sorted(layout_of(fields, defn).items()))
 
 
 def _header(kf) -> str:
@@ -145,7 +161,16 @@ def _header(kf) -> str:
     return f"# Generated by stencilkit: {first}\n# Compiled by Numba; edits are overwritten."
 
 
-BACKEND = NumbaBackend(
+def _ref(name: str) -> str:
+    return f"{__name__}:{name}"
+
+
+_SHARED = "stencilkit.registry.shared_stages"
+_PLATFORM = f"{_SHARED}:platform_each"
+_KEY, _TOOLCHAIN = _ref("identity"), _ref("load")
+
+
+BACKEND = Backend(
     name="numba",
     description="generated loops compiled by Numba (parallel=True)",
     needs="numba",
@@ -162,10 +187,17 @@ BACKEND = NumbaBackend(
         # prange, per-iteration partials, the status as an array (point kernels: the
         # printer still lowers their few abstract nodes itself)
         platform="stencilkit.passes.platforms.numba:NumbaPlatform",
-        printer=PerKind(point="stencilkit.codegen.numba:NumbaPrinter",
-                        computation="stencilkit.codegen.numba:NumbaModulePrinter",
-                        parloop="stencilkit.codegen.numba:NumbaModulePrinter"),
-        toolchain="stencilkit.build.numba_module:load_module",
+        stages=Stages(
+            point=KindStages(lower=_ref("lower_point"), print=_ref("print_point"), key=_KEY,
+                             toolchain=_TOOLCHAIN),
+            computation=KindStages(lower=_ref("lower_computation"), platform=_PLATFORM,
+                                   print=_ref("print_computation"), key=_KEY,
+                                   toolchain=_TOOLCHAIN,
+                                   launcher=_ref("launch_computation"),
+                                   layout_key=_ref("computation_layout")),
+            parloop=KindStages(lower=f"{_SHARED}:lower_parloop_kernel",
+                               lower_loop=_ref("lower_parloop_loop"), platform=_PLATFORM,
+                               print=_ref("print_parloop"), key=_KEY, toolchain=_TOOLCHAIN)),
         launcher=PerKind(point="stencilkit.runtime.launch:NumbaPointCall",
                          computation="stencilkit.runtime.computation:NumbaComputationCall",
                          parloop="stencilkit.runtime.parloop_blocks:run_coloured"),

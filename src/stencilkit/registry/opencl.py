@@ -10,8 +10,20 @@ place. OpenCL C has no complex types, so the dtypes exclude them.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from .. import dtypes
-from .base import Backend, Capabilities, PerKind, Pieces
+from ..errors import BackendError
+from ..ir.abi import Access, RaceMode
+from . import shared_stages
+from .base import Backend, Capabilities, KindStages, PerKind, Pieces, Stages
+
+if TYPE_CHECKING:
+    from ..compile.driver import Work
+    from ..compile.requests import ComputationRequest, ParLoopRequest, PointRequest, Request
 
 
 def probe() -> str | None:
@@ -20,43 +32,248 @@ def probe() -> str | None:
     return device_probe()
 
 
-class OpenCLBackend(Backend):
-    def build_point(self, typed, layout, src, out_dtype, types, mode="constant"):
-        from ..build import opencl
-
-        return opencl.build_point(typed, layout, src, out_dtype, types, mode)
-
-    def build_computation(self, defn, sched, src, fields):
-        from ..build import opencl
-
-        return opencl.build_computation(defn, sched, src, fields)
-
-    def build_parloop(self, name, typed, specs, src, code, atomic):
-        from ..build import opencl
-
-        shared = any(s.writes_shared for s in specs)
-        race = "atomic" if atomic else "color" if shared else "none"
-        return opencl.build_parloop(name, typed, specs, src, race)
+#: What the generated code computes on: OpenCL C has no complex types.
+DTYPES = frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t))
 
 
-BACKEND = OpenCLBackend(
+def require_dtypes(name: str, types: object) -> None:
+    wrong = sorted({str(t) for t in types if np.dtype(t) not in DTYPES})  # type: ignore[attr-defined]
+    if wrong:
+        raise BackendError(f"backend 'opencl' does not compute on {', '.join(wrong)} "
+                           "(OpenCL C has no complex types)", stencil=name,
+                           hint="use backend='c' or 'numpy' for complex data")
+
+
+# ------------------------------------------------------------------ stages (compile.driver)
+
+def lower_point(req: PointRequest, work: Work) -> Work:
+    """NumPy arrays reach the device as C-contiguous copies, so their last stride is the
+    constant 1 (neighbouring work-items read neighbouring elements, as vectorizers and
+    coalescing want); pyopencl arrays keep their layout (the request's says which have a
+    unit last stride)."""
+    kernel = req.typed.kernel
+    require_dtypes(kernel.name, [t.dtype for t in req.types] + [req.out_dtype,
+                                                                kernel.return_type])
+    return shared_stages.lower_point(req, work)
+
+
+def mark_parallel(req: PointRequest, work: Work) -> Work:
+    from ..passes.platforms import opencl as platform
+
+    (kf,) = work.kernels
+    return work.but(kernels=(dataclasses.replace(
+        kf, body=platform.mark_parallel_nests(kf.body, kf.params)),))
+
+
+def plan(req: Request, work: Work) -> Work:
+    """The launches: parallel loop nests as NDRanges, serial loops around them on the host."""
+    from ..ir.verify import checked_plan
+    from ..passes.platforms import opencl as platform
+
+    return work.but(plan=checked_plan(platform.plan(work.kernels[-1])))
+
+
+def plan_point(req: PointRequest, work: Work) -> Work:
+    """As CUDA's (``registry/cuda.py``): this specialization's own plan with NDRange
+    dimension 0 on the output's unit-stride axis and unit strides as constants; the entry
+    plans the other variants per call (``runtime.cuda_variants``; 64-bit indices:
+    ``runtime.opencl_launch`` says why) with ``facts["variants"]``."""
+    from ..ir import kernel as k
+    from ..ir.verify import checked_plan
+    from ..passes.lower_point import OUT
+    from ..passes.platforms import opencl as platform
+    from ..passes.platforms.cuda_layout import Variant, specialize
+
+    (kf,) = work.kernels
+    kernel, layout = req.typed.kernel, req.layout
+    out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
+
+    def plan(variant: Variant):
+        return checked_plan(platform.plan(specialize(kf, variant),
+                                          unit=(out, variant.unit_axis)))
+
+    ndim = kernel.ndim
+    units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, req.types)
+             if unit and t.ndim == ndim}
+    own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())))
+    return work.but(plan=plan(own), facts={"variants": (own, plan)})
+
+
+def print_program(req: Request, work: Work) -> Work:
+    from ..codegen import opencl as printer
+
+    return work.but(source=printer.program_source(work.plan))
+
+
+def point_program(req: PointRequest, work: Work) -> Work:
+    """The program, built by PyOpenCL per device on its first run (``runtime.opencl``)."""
+    from ..codegen import opencl as printer
+    from ..passes.lower_point import OUT
+    from ..runtime.cuda_variants import Variants
+    from ..runtime.launch import standard_arrays
+    from ..runtime.opencl_launch import Executable
+
+    kernel, types, border = req.typed.kernel, req.types, req.typed.neighborhood.border
+    exe = Executable(work.plan, work.source, kernel.name)
+    own, plan = work.facts["variants"]
+
+    def build(variant):
+        planned = plan(variant)
+        return planned, printer.program_source(planned)
+
+    exe.variants = Variants(own, build, OUT)
+    standard = tuple(i for i, p in enumerate(kernel.params)
+                     if p in kernel.standard and types[i].is_array)
+    exe.point_info = (tuple(kernel.params), standard, border)
+    exe.standard = standard_arrays(kernel, types, border, req.mode)
+    return work.but(entry=exe)
+
+
+def lower_computation(req: ComputationRequest, work: Work) -> Work:
+    """The OpenCL loop structure (``passes.opencl_computation``); every field's last axis
+    is its unit-stride one (fields reach the device as C-contiguous copies)."""
+    from ..passes.opencl_computation import OpenCLComputationLowering
+
+    defn = req.defn
+    require_dtypes(defn.name, [f.dtype for f in defn.fields] + [t for _, t in defn.temporaries]
+                   + [s.dtype for s in defn.scalars])
+    layout = {f.name: len(f.axes) + len(f.data_dims) - 1 for f in defn.fields}
+    layout.update({t: 2 for t, _ in defn.temporaries})
+    lowering = OpenCLComputationLowering(defn, req.sched, layout, req.src)
+    return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
+
+
+def program(req: Request, work: Work) -> Work:
+    from ..runtime.opencl_launch import Executable
+
+    return work.but(entry=Executable(work.plan, work.source, req.name))
+
+
+def launch_computation(req: ComputationRequest, work: Work) -> Work:
+    """``run(values, temporaries, geometry)``: copies the fields to the device, runs the plan
+    and copies written fields back. Temporaries live on the device only."""
+    from ..passes.lower_computation import AXES, domain_key, origin_key
+    from ..runtime import opencl as ocl
+    from ..runtime.opencl_launch import bind
+
+    defn, exe, lowering, (kf,) = req.defn, work.entry, work.facts["lowering"], work.kernels
+    field_names = {f.name for f in defn.fields}
+    written = {n for ms in req.sched.multistages for n in ms.written} & field_names
+    buffers = list(lowering.buffers)
+    scalar_types = {s.name: s.dtype for s in defn.scalars}
+    staging = ocl.Staging()
+
+    def run(values, temps, geo) -> None:
+        rt = ocl.device()
+        views: dict[str, ocl.DeviceView] = {}
+        hosts = {}
+        for n in buffers:
+            if n in field_names:
+                views[n], hosts[n] = ocl.to_device(rt, values[n], staging=staging, slot=n)
+            else:  # a temporary: device memory only, per thread
+                t = temps[n]
+                buf = staging.buffer(rt, ("temporary", n), t.nbytes)
+                views[n] = ocl.DeviceView(buf, t.shape, ocl.element_strides(t))
+        scalars: dict[str, object] = {}
+        for n in buffers:
+            for a in lowering.axes[n]:
+                scalars[origin_key(n, a)] = geo.origins[n][AXES.index(a)]
+        for s, t in scalar_types.items():
+            scalars[s] = t.type(values[s])
+        for a, v in zip(AXES, geo.domain):
+            scalars[domain_key(a)] = v
+        status = exe.run(bind(kf.params, views, scalars))
+        for n in buffers:
+            if n in written:
+                ocl.from_device(rt, views[n], hosts[n], values[n])
+        if status:
+            from ..analysis.schedule import variable_k_reads
+            from ..runtime.computation import k_offset_error
+
+            raise k_offset_error(defn, variable_k_reads(defn))
+
+    return work.but(entry=run)
+
+
+def race(req: ParLoopRequest) -> RaceMode:
+    """COLOUR, ATOMIC or NONE (no shared writes); "atomic" colours instead where a
+    shared INC's element type has no atomic add here."""
+    from ..passes.platforms import opencl as platform
+
+    if not any(s.writes_shared for s in req.specs):
+        return RaceMode.NONE
+    if req.atomic and all(platform.atomic_add_supported(s.dtype) for s in req.specs
+                          if s.writes_shared and s.mode is Access.INC):
+        return RaceMode.ATOMIC
+    return RaceMode.COLOUR
+
+
+def lower_parloop_kernel(req: ParLoopRequest, work: Work) -> Work:
+    require_dtypes(req.name, [s.dtype for s in req.specs])
+    return shared_stages.lower_parloop_kernel(req, work)
+
+
+def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
+    """The loop over the set is ``LoopLowering``'s, with every argument gathered into
+    private arrays."""
+    from ..passes import lower_parloop as lpl
+
+    (kf,) = work.kernels
+    loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, kf.name, req.specs,
+                            race(req) is RaceMode.ATOMIC, kf.uses_error_flag,
+                            private=True).lower()
+    return work.but(kernels=(kf, loop))
+
+
+def print_parloop(req: ParLoopRequest, work: Work) -> Work:
+    from ..codegen import opencl as printer
+
+    return work.but(source=printer.program_source(work.plan, work.kernels[:1], offsets=False))
+
+
+def parloop_program(req: ParLoopRequest, work: Work) -> Work:
+    from ..runtime.opencl_launch import Executable, OpenCLParLoop
+
+    return work.but(entry=OpenCLParLoop(Executable(work.plan, work.source, req.name),
+                                        race(req)))
+
+
+def _ref(name: str) -> str:
+    return f"{__name__}:{name}"
+
+
+_SIMPLIFY = ("simplify", "stencilkit.registry.shared_stages:simplify_each")
+
+
+BACKEND = Backend(
     name="opencl",
     description="OpenCL C via PyOpenCL (any OpenCL device, e.g. PoCL on the CPU)",
     needs="pyopencl",
     probe=probe,
     capabilities=Capabilities(
         kinds=frozenset({"point", "computation", "parloop"}),
-        dtypes=frozenset(t for t in dtypes.SUPPORTED if not dtypes.is_complex(t)),
+        dtypes=DTYPES,
         device="cpu",  # where its arrays live: NumPy arrays are copied to the device
         compiled=True,
         inlines_temporaries=True,
     ),
     pieces=Pieces(
         platform="stencilkit.passes.platforms.opencl:OpenCLPlatform",
-        printer=PerKind(point="stencilkit.codegen.opencl:program_source",
-                        computation="stencilkit.codegen.opencl:program_source",
-                        parloop="stencilkit.codegen.opencl:program_source"),
-        toolchain="stencilkit.runtime.opencl:build",
+        # no "key" stage: PyOpenCL builds the program for the device it runs on
+        stages=Stages(
+            point=KindStages(lower=_ref("lower_point"),
+                             transforms=(_SIMPLIFY, ("mark_parallel", _ref("mark_parallel"))),
+                             platform=_ref("plan_point"), print=_ref("print_program"),
+                             toolchain=_ref("point_program")),
+            computation=KindStages(lower=_ref("lower_computation"), transforms=(_SIMPLIFY,),
+                                   platform=_ref("plan"),
+                                   print=_ref("print_program"), toolchain=_ref("program"),
+                                   launcher=_ref("launch_computation")),
+            parloop=KindStages(lower=_ref("lower_parloop_kernel"),
+                               lower_loop=_ref("lower_parloop_loop"), transforms=(_SIMPLIFY,),
+                               platform=_ref("plan"),
+                               print=_ref("print_parloop"),
+                               toolchain=_ref("parloop_program"))),
         launcher=PerKind(point="stencilkit.runtime.opencl_launch:OpenCLPointCall",
                          computation="stencilkit.runtime.opencl_launch:Executable",
                          parloop="stencilkit.runtime.opencl_launch:run_parloop"),

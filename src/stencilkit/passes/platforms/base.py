@@ -52,6 +52,9 @@ class Platform:
     statements, since one abstract statement may become several)."""
 
     name = "abstract"
+    #: abstract nodes this platform leaves to its printer (the verifier allows them after
+    #: the platform's lowering)
+    keeps: tuple[type, ...] = ()
     # ``streamed_row`` bypasses the caches: point lowerings emit ``StreamedRow`` for it
     streaming_stores = False
 

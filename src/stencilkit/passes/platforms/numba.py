@@ -70,6 +70,7 @@ def _op(op: str, a: k.Expr, b: k.Expr, t: np.dtype = k.INDEX) -> k.Expr:
 
 class NumbaPlatform(Platform):
     name = "numba"
+    keeps = (k.MathCall,)  # printed per dtype by codegen/numba.py
 
     def __init__(self) -> None:
         # internal functions (a ParLoop's kernel) that take their caller's status array as

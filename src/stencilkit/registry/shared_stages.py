@@ -1,0 +1,75 @@
+"""Stage functions several backends declare (``compile.driver`` runs them as theirs).
+
+Each is ``(request, work) -> work``; see ``registry/base.py`` (``KindStages``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir import kernel as k
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..compile.driver import Work
+    from ..compile.point import TypedPointKernel
+    from ..compile.requests import ParLoopRequest, PointRequest, Request
+    from ..frontend.source import SourceFunction
+    from ..passes.lower_point import Layout
+
+
+def filename(src: SourceFunction) -> str:
+    """The file name generated code quotes in its comments (without the directory)."""
+    return src.filename.rsplit("/", 1)[-1]
+
+
+def lower(typed: TypedPointKernel, layout: Layout, line_text, filename: str,
+          out_dtype: np.dtype, mode: str | tuple[str, ...] = "constant") -> k.KernelFunction:
+    """The kernel IR of one point-kernel specialization (``mode``: the border mode)."""
+    from ..passes.lower_point import PointLowering
+
+    return PointLowering(typed.kernel, typed.neighborhood.border, layout, line_text, filename,
+                         out_dtype=out_dtype, mode=mode).lower()
+
+
+def lower_point(req: PointRequest, work: Work) -> Work:
+    """The kernel IR of one point-kernel specialization, for the request's layout."""
+    kf = lower(req.typed, req.layout, req.src.line_text, filename(req.src), req.out_dtype,
+               req.mode)
+    return work.but(kernels=(kf,))
+
+
+def lower_parloop_kernel(req: ParLoopRequest, work: Work) -> Work:
+    """A ParLoop's Python kernel as a function of row-major local arrays (kernels[0])."""
+    from ..passes import lower_parloop as lpl
+
+    assert req.typed is not None and req.src is not None
+    kf = lpl.KernelLowering(req.typed, req.specs, req.src.line_text,
+                            filename(req.src)).lower_kernel()
+    return work.but(kernels=(kf,))
+
+
+def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
+    """The loop over the set that calls kernels[0] (kernels[1]); shared increments atomic
+    as the request says."""
+    from ..passes import lower_parloop as lpl
+
+    kernel = work.kernels[0]
+    loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, kernel.name,
+                            req.specs, req.atomic, kernel.uses_error_flag).lower()
+    return work.but(kernels=(kernel, loop))
+
+
+def platform_each(req: Request, work: Work) -> Work:
+    """Every kernel of the work lowered by the backend's platform."""
+    platform = req.backend.platform()
+    return work.but(kernels=tuple(platform.lower(kf) for kf in work.kernels))
+
+
+def simplify_each(req: Request, work: Work) -> Work:
+    """Every kernel of the work simplified (``passes.simplify``: exact folding, identities,
+    dead temporaries), so that the generated code reads like a hand kernel."""
+    from ..passes.simplify import simplify
+
+    return work.but(kernels=tuple(simplify(kf) for kf in work.kernels))
