@@ -23,13 +23,14 @@ import pytest
 import stencilkit as sk
 from stencilkit.analysis.typing import ArgType
 from stencilkit.codegen import c as cgen
+from stencilkit.compile.point import analyse
 from stencilkit.ir import abi
 from stencilkit.ir import kernel as k
 from stencilkit.ir.abi import Access, ArgKind, Kind, RaceMode, Role
 from stencilkit.passes import lower_parloop as lpl
-from stencilkit.passes import pipeline
 from stencilkit.passes.lower_computation import ComputationLowering
 from stencilkit.passes.lower_point import Layout
+from stencilkit.registry.shared_stages import lower
 from stencilkit.runtime.parloop_blocks import block_layout
 
 F64 = np.dtype(np.float64)
@@ -52,8 +53,8 @@ def test_point_kernel_description():
     st = sk.stencil(weighted, standard_indexing=("w",), backend="numpy")
     kernel, src = st._parse()
     types = (ArgType(F64, 2), ArgType(F64, 2), ArgType(F64, 0), ArgType(F64, 1))
-    typed = pipeline.analyse(kernel, types, None)
-    kf = pipeline.lower(typed, Layout((True, True, False, True), True), src.line_text, "t.py",
+    typed = analyse(kernel, types, None)
+    kf = lower(typed, Layout((True, True, False, True), True), src.line_text, "t.py",
                         F64, "constant")
     desc = abi.describe(kf, Kind.POINT)
     pointers = {p.key: (p.role, p.access) for p in desc.parameters if p.pointer}
@@ -85,9 +86,9 @@ def shifted(a, n):
 def test_a_run_time_offset_reports_its_status():
     st = sk.stencil(shifted, neighborhood=((0, 0), (-1, 1)), backend="numpy")
     kernel, src = st._parse()
-    typed = pipeline.analyse(kernel, (ArgType(F64, 2), ArgType(np.dtype(np.int64), 0)),
+    typed = analyse(kernel, (ArgType(F64, 2), ArgType(np.dtype(np.int64), 0)),
                              st.neighborhood)
-    kf = pipeline.lower(typed, Layout((True, False), True), src.line_text, "t.py", F64,
+    kf = lower(typed, Layout((True, False), True), src.line_text, "t.py", F64,
                         "constant")
     assert [s.code for s in abi.describe(kf).statuses] == [k.STATUS_OFFSET]
 

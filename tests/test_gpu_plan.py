@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 import stencilkit as sk
 from stencilkit.analysis.typing import ArgType
 from stencilkit.compile import driver
+from stencilkit.compile.point import analyse
 from stencilkit.gtscript import PARALLEL, Field, computation, interval
 from stencilkit.ir import kernel as k
 from stencilkit.ir.host_eval import evaluate, extents, host_computable, host_launches
 from stencilkit.ir.plan import Dim, HostLoop, Launch, LaunchPlan, expr_text, plan_text
-from stencilkit.passes import pipeline
 from stencilkit.passes.lower_point import OUT, Layout
 from stencilkit.passes.opencl_computation import OpenCLComputationLowering
 from stencilkit.passes.parallel_nests import mark_parallel_nests
@@ -29,6 +29,7 @@ from stencilkit.passes.platforms.cuda_layout import Variant, specialize
 from stencilkit.passes.platforms.opencl import OPENCL_PLATFORM
 from stencilkit.passes.simplify import simplify
 from stencilkit.registry import cuda as cuda_registry
+from stencilkit.registry.shared_stages import lower
 
 from . import computations as C
 from . import test_parloop as P
@@ -56,8 +57,8 @@ def _point_kernel(c_order: bool) -> tuple[k.KernelFunction, str]:
     stride), and the name of its output pointer."""
     st = sk.stencil(lap3d, backend="numpy")
     kernel, src = st._parse()
-    typed = pipeline.analyse(kernel, (ArgType(np.dtype(float), 3),), None)
-    kf = pipeline.lower(typed, Layout((c_order,), c_order), src.line_text, "t.py",
+    typed = analyse(kernel, (ArgType(np.dtype(float), 3),), None)
+    kf = lower(typed, Layout((c_order,), c_order), src.line_text, "t.py",
                         np.dtype(float), "constant")
     kf = dataclasses.replace(kf, body=mark_parallel_nests(kf.body, kf.params))
     return kf, next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))

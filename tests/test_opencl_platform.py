@@ -11,18 +11,19 @@ import pytest
 import stencilkit as sk
 from stencilkit.analysis.typing import ArgType
 from stencilkit.codegen import opencl as printer
+from stencilkit.compile.point import analyse
 from stencilkit.ir import kernel as k
-from stencilkit.passes import pipeline
 from stencilkit.passes.lower_point import Layout
 from stencilkit.passes.opencl_computation import OpenCLComputationLowering
 from stencilkit.passes.platforms import opencl as platform
+from stencilkit.registry.shared_stages import lower
 
 
 def _point_plan(func, ndim: int, mode: str = "constant") -> platform.LaunchPlan:
     st = sk.stencil(func, backend="numpy")
     kernel, src = st._parse()
-    typed = pipeline.analyse(kernel, (ArgType(np.dtype(float), ndim),), None)
-    kf = pipeline.lower(typed, Layout((True,), True), src.line_text, "t.py",
+    typed = analyse(kernel, (ArgType(np.dtype(float), ndim),), None)
+    kf = lower(typed, Layout((True,), True), src.line_text, "t.py",
                         np.dtype(float), mode)
     kf = dataclasses.replace(kf, body=platform.mark_parallel_nests(kf.body, kf.params))
     return platform.plan(kf)

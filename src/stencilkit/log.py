@@ -11,7 +11,17 @@ from __future__ import annotations
 import logging
 import sys
 
+from .config import current
+
 logger = logging.getLogger("stencilkit")
+
+
+def dump(stage: str, title: str, text: str) -> None:
+    """Print ``text``, the output of ``stage``, when ``STENCILKIT_DUMP`` names the stage
+    (``sk.configure(dump=...)``)."""
+    if stage in current().dump:
+        bar = "-" * 20
+        print(f"{bar} {stage}: {title} {bar}\n{text}\n", file=sys.stderr)
 
 
 def build_event(message: str, *args: object, verbose: bool = False) -> None:

@@ -158,9 +158,7 @@ class ComputationStencil:
     @property
     def _numba_type_(self):
         """The Numba type of this computation (read by ``numba.typeof``: numba is imported)."""
-        from .numba_computation_calls import computation_type
-
-        return computation_type(self)
+        return adapters.numba_type(self)
 
     def generate(self, backend: str | None = None) -> str:
         chosen = registry.resolve(backend or self.backend, self.__name__, generate=True)

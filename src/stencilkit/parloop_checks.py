@@ -83,7 +83,7 @@ def _check_device_overlap(loop: ParLoop) -> None:
     host Dat copies its data: never). The generated code passes each argument through its
     own ``__restrict__`` pointer, read-only ones as ``const`` (non-coherent loads on a GPU):
     a written argument may share memory with no other, as with computations' fields."""
-    from .integrations import is_device
+    from .arrays import is_device
     from .integrations.device import _bytes
 
     spans = [(i, a, _bytes(a.obj._data)) for i, a in enumerate(loop.args)

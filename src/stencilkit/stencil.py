@@ -499,9 +499,7 @@ class PointStencil:
     @property
     def _numba_type_(self):
         """The Numba type of this stencil (read by ``numba.typeof``: numba is imported)."""
-        from .numba_calls import stencil_type
-
-        return stencil_type(self)
+        return adapters.numba_type(self)
 
     def _converted_cval(self, rt: np.dtype, out_dtype: np.dtype, kernel: d.PointKernel):
         cval = 0 if self.cval is None else self.cval

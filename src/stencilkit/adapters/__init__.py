@@ -25,7 +25,7 @@ import numpy as np
 
 from ..arrays import is_device  # re-exported: the device adapter's test of a value
 
-__all__ = ["Adapter", "for_call", "for_value", "is_device", "reduce", "register",
+__all__ = ["Adapter", "for_call", "for_value", "is_device", "numba_type", "reduce", "register",
            "register_lazy", "unregister"]
 
 
@@ -70,6 +70,10 @@ class Adapter:
         """``obj.__reduce__()`` for a stencil object this adapter pickles, or None."""
         return None
 
+    def numba_type(self, obj: object) -> object | None:
+        """The Numba type of a stencil object this adapter lets jitted code call, or None."""
+        return None
+
 
 def _unsupported(adapter: Adapter, st, what: str):
     from ..errors import ArgumentError
@@ -92,6 +96,8 @@ _LAZY: dict[str, str] = {
 _LAZY_STRUCTURAL: list[tuple[Callable[[type], bool], str]] = []
 # what pickles the library's own stencil objects: imported on the first pickling
 _PICKLER = "stencilkit.adapters.pickling"
+# what types them for Numba: imported the first time numba.typeof asks (numba is loaded)
+_NUMBA = "stencilkit.adapters.numba"
 
 _adapters: list[Adapter] = []
 _by_type: dict[type, tuple[Adapter, ...]] = {}
@@ -173,18 +179,33 @@ def for_call(*groups: Iterable[object]) -> Adapter | None:
     return best
 
 
+def _load(path: str) -> None:
+    if path not in _loaded:
+        with _lock:
+            importlib.import_module(path)
+            _loaded.add(path)
+
+
 def reduce(obj: object) -> tuple:
     """``obj.__reduce__()`` for a stencil object (``PointStencil``, ``ComputationStencil``,
     ParLoop ``Kernel``, gtscript function): the first adapter that pickles it."""
-    if _PICKLER not in _loaded:
-        with _lock:
-            importlib.import_module(_PICKLER)
-            _loaded.add(_PICKLER)
+    _load(_PICKLER)
     for adapter in list(_adapters):
         reduced = adapter.reduce(obj)
         if reduced is not None:
             return reduced
     raise TypeError(f"no adapter pickles {type(obj).__name__} objects")
+
+
+def numba_type(obj: object) -> object:
+    """The Numba type of a stencil object (``numba.typeof`` reads its ``_numba_type_``),
+    from the first adapter that types it: jitted code calls stencils through it."""
+    _load(_NUMBA)
+    for adapter in list(_adapters):
+        found = adapter.numba_type(obj)
+        if found is not None:
+            return found
+    raise TypeError(f"no adapter gives {type(obj).__name__} objects a Numba type")
 
 
 # ---------------------------------------------------------------- device arrays

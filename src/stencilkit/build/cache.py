@@ -559,3 +559,10 @@ def clear(memory: bool = True, disk: bool = True) -> None:
                 if child not in ("locks", "staging"):
                     _discard(r / child)
         _sweep_staging(r, None)
+
+
+def back_key(tag: str, source: str, toolchain: tuple[str, ...] | str, *inputs: str) -> str:
+    """What decides the binary built from ``source``: the toolchain's identity and the other
+    ``inputs`` compiled into it; ``tag`` names the kind of artifact ("c-point", ...)."""
+    identity = (toolchain,) if isinstance(toolchain, str) else tuple(toolchain)
+    return key(tag, source, *identity, *inputs)

@@ -109,8 +109,8 @@ def compile_ptx(source: str, arch: str, name: str = "stencilkit", fast_math: boo
     """The PTX of ``source``, through the disk cache (key: source, NVRTC version and every
     option, the architecture among them); compiled by ``compile_ptx_uncached`` when
     missing."""
-    from ..compile.keys import back_key
     from . import cache
+    from .cache import back_key
 
     k = back_key("cuda-ptx", source, (nvrtc_version(), *options(arch, fast_math)))
     hit = cache.memory_get(k)

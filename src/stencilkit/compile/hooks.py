@@ -16,11 +16,10 @@ import contextvars
 import importlib
 import logging
 import os
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 
-from ..config import current
+from ..log import dump  # noqa: F401 (the dump hook: in the base layer, passes print with it)
 
 #: ``check(kf, *, platform_lowered, keeps)``: ``platform_lowered`` after the platform's stage
 #: (no abstract node may be left but those in ``keeps``, which the printer handles)
@@ -34,13 +33,6 @@ logger = logging.getLogger("stencilkit")
 _verifier: contextvars.ContextVar[Verifier | None] = contextvars.ContextVar(
     "stencilkit_verifier", default=None)
 _warned_missing = False
-
-
-def dump(stage: str, title: str, text: str) -> None:
-    """Print ``text``, the output of ``stage``, when ``STENCILKIT_DUMP`` names the stage."""
-    if stage in current().dump:
-        bar = "-" * 20
-        print(f"{bar} {stage}: {title} {bar}\n{text}\n", file=sys.stderr)
 
 
 @contextlib.contextmanager

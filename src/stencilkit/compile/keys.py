@@ -20,6 +20,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..build import cache
+from ..build.cache import back_key  # noqa: F401 (the driver's back key; build/ keys with it too)
 
 if TYPE_CHECKING:
     from .requests import Request
@@ -43,8 +44,3 @@ def target(backend: object) -> str:
     return repr((getattr(backend, "name", backend), getattr(backend, "pieces", None), env))
 
 
-def back_key(tag: str, source: str, toolchain: tuple[str, ...] | str, *inputs: str) -> str:
-    """What decides the binary built from ``source``: the toolchain's identity and the other
-    ``inputs`` compiled into it; ``tag`` names the kind of artifact ("c-point", ...)."""
-    identity = (toolchain,) if isinstance(toolchain, str) else tuple(toolchain)
-    return cache.key(tag, source, *identity, *inputs)

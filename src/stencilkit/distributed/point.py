@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..compile.point import analyse
 from ..errors import ArgumentError, StencilError
 from ..ir import border_modes
-from ..passes import pipeline
 from ..stencil import PointStencil
 from . import borders, halo
 from .array import DistributedArray
@@ -205,7 +205,7 @@ def _analyse(st, kernel, local: tuple):
     cache = _analyses.setdefault(st, {})
     hit = cache.get(key)
     if hit is None:
-        typed = pipeline.analyse(kernel, st._arg_types(local), st.explicit_neighborhood)
+        typed = analyse(kernel, st._arg_types(local), st.explicit_neighborhood)
         if st._neighborhood is None:  # the twin runs in a remapping mode, not the stencil
             st._neighborhood = typed.neighborhood.neighborhood
         if typed.kernel.ndim != local[0].ndim:

@@ -31,9 +31,9 @@ import weakref
 
 import numpy as np
 
+from ..compile.point import analyse
 from ..errors import ArgumentError
 from ..ir import border_modes
-from ..passes import pipeline
 from ..runtime.launch import check_shapes
 
 _SCALARS = (bool, int, float, complex, np.generic)
@@ -118,7 +118,7 @@ def _analyse(st, args: tuple) -> tuple[tuple[tuple[int, int], ...], np.dtype, tu
                                 stencil=st.__name__,
                                 hint="pass a number for a scalar, or an array with dimensions")
     types = st._arg_types(stand)
-    typed = pipeline.analyse(kernel, types, st.explicit_neighborhood)
+    typed = analyse(kernel, types, st.explicit_neighborhood)
     if st._neighborhood is None:
         st._neighborhood = typed.neighborhood.neighborhood
     rt = typed.kernel.return_type

@@ -214,3 +214,16 @@ def plan_text(plan: LaunchPlan) -> str:
                 visit(s.body, indent + "  ")
     visit(plan.steps, "  ")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What one kernel is specialized for. ``unit_axis``: the output's unit-stride axis (grid
+    x runs along it); ``unit_buffers``: the arguments whose stride along it is one element;
+    ``narrow``: 32-bit index arithmetic; ``covering``: the grids cover the extents, a
+    thread per point without grid-stride loops (``LaunchPlan.covering``)."""
+
+    unit_axis: int
+    unit_buffers: frozenset[str] = frozenset()
+    narrow: bool = False
+    covering: bool = False

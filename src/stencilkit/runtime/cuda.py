@@ -39,8 +39,7 @@ from ..ir.host_eval import (
     extents,
     host_launches,
 )
-from ..ir.plan import Launch, LaunchPlan, Step
-from ..passes.platforms.cuda_layout import Variant
+from ..ir.plan import Launch, LaunchPlan, Step, Variant
 from .cuda_variants import Variants, choose
 from .launch import PointCall, StandardArrays, status_error
 

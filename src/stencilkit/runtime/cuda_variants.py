@@ -16,8 +16,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..ir.plan import LaunchPlan
-from ..passes.platforms.cuda_layout import Variant
+from ..ir.plan import LaunchPlan, Variant
 
 #: a call runs 32-bit index arithmetic when every array's extents, strides (in elements) and
 #: span (the sum of extent * |stride|) are below this. Half of 2**31: a neighbour's index

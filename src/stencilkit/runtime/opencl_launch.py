@@ -17,8 +17,7 @@ from ..errors import ArgumentError
 from ..ir import kernel as k
 from ..ir.abi import ParLoopCall, RaceMode
 from ..ir.host_eval import extents, host_launches
-from ..ir.plan import HostLoop, LaunchPlan, Step
-from ..passes.platforms.cuda_layout import Variant
+from ..ir.plan import HostLoop, LaunchPlan, Step, Variant
 from . import opencl as ocl
 from .cuda_variants import Variants, choose_elements
 from .launch import PointCall, StandardArrays, check_shapes, status_error

@@ -18,27 +18,16 @@ type still compute in 64 bits where they mix with other values; C's promotions t
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...ir import kernel as k
 from ...ir.core import Node, rewrite, walk
+from ...ir.plan import Variant  # noqa: F401 (re-exported: what a kernel is specialized for)
 
 INDEX32 = np.dtype(np.int32)
 
 
-@dataclass(frozen=True)
-class Variant:
-    """What one kernel is specialized for. ``unit_axis``: the output's unit-stride axis (grid
-    x runs along it); ``unit_buffers``: the arguments whose stride along it is one element;
-    ``narrow``: 32-bit index arithmetic; ``covering``: the grids cover the extents, a
-    thread per point without grid-stride loops (``LaunchPlan.covering``)."""
-
-    unit_axis: int
-    unit_buffers: frozenset[str] = frozenset()
-    narrow: bool = False
-    covering: bool = False
 
 
 def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:

@@ -38,7 +38,7 @@ from ...ir import kernel as k
 from ...ir.core import Node, rewrite, walk
 from ...ir.host_eval import host_computable
 from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step, plan_text
-from ..pipeline import dump
+from ...log import dump
 from .base import status_constant
 from .c import _TESTS, CPlatform, libm
 
