@@ -56,7 +56,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             run(module)
             install(module)
 
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        spec.loader.exec_module = exec_module
         return spec
 
 

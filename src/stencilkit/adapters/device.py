@@ -39,7 +39,7 @@ class DeviceAdapter(Adapter):
         value = device.cuda_view(backend, storage.array_module(backend).asarray(host))
         return value, device.stand_in(value, writable=True)
 
-    def dat_data(self, size: int, dim: int, data: object, dtype: object) -> object:
+    def dat_data(self, size: int, dim: int, data: object, dtype) -> object:
         from ..integrations import device
 
         return device.dat_data(size, dim, data, dtype)

@@ -91,7 +91,7 @@ def int_tuple(rules: Rules, value: object, what: str, lengths: tuple[int, ...]
     try:
         if isinstance(value, (str, bytes)):
             raise TypeError
-        out = tuple(value)  # type: ignore[arg-type]
+        out: tuple | None = tuple(value)  # type: ignore[arg-type]
     except TypeError:
         out = None
     if out is None or len(out) not in lengths or not all(
@@ -238,7 +238,7 @@ def resolve(rules: Rules, shapes: Shapes, origin: object, domain: object,
             origins[f.name] = tuple(int(x) for x in o3)  # type: ignore[assignment]
         elif "_all_" in given:
             o = given["_all_"]
-            origins[f.name] = expand(o, f.axes) if len(o) != 3 else o  # type: ignore
+            origins[f.name] = expand(o, f.axes) if len(o) != 3 else o
         else:
             origins[f.name] = default
     if domain is not None:

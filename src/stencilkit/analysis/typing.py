@@ -10,7 +10,6 @@ type, the unification of everything assigned to it (iterated to a fixed point, a
 from __future__ import annotations
 
 import dataclasses
-import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +18,7 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import StencilTypeError
 from ..ir import definition as d
-from ..ir.core import Location
+from ..ir.core import Location, StrEnum
 from ..ir.definition import RESULT
 
 
@@ -38,7 +37,7 @@ class ArgType:
         return f"array({self.dtype}, {self.ndim}d)" if self.ndim else str(self.dtype)
 
 
-class TypeLike(enum.StrEnum):
+class TypeLike(StrEnum):
     """Calls the frontend writes where a value's type depends on types known only here (the
     reductions over ``np.array([...])`` in a kernel, ``frontend.local_arrays``). Typing
     replaces each by a constant or a cast, so no later pass or printer sees one."""
@@ -59,6 +58,7 @@ def _accumulator(t: DType) -> DType:
 
 def _type_like(func: TypeLike, args: tuple[d.Expr, ...], loc: Location | None) -> d.Expr:
     t = args[-1].dtype
+    assert t is not None, "typed before the frontend expands it"
     if func is TypeLike.CAST_LIKE:
         return cast(args[0], t)
     if func is TypeLike.MEAN_ZERO and (dtypes.is_bool(t) or t.kind in "iu"):

@@ -19,7 +19,7 @@ def kind_stages(backend: Any, kind: str) -> KindStages:
     declared = None if backend.pieces is None else getattr(backend.pieces.stages, name)
     if declared is None:
         raise backend._not_built(name)
-    return declared  # type: ignore[no-any-return]
+    return declared
 
 
 @functools.cache
@@ -27,7 +27,7 @@ def load(ref: str) -> Callable[..., Any]:
     """The function a ``"module:attribute"`` reference names (the backends' declarations
     name their stage functions so, so that declaring one imports none of its dependencies)."""
     module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module), attr)
 
 
 def layout_key(backend: Any, fields: Mapping[str, Any] | None, defn: ComputationDef) -> tuple:
@@ -36,4 +36,4 @@ def layout_key(backend: Any, fields: Mapping[str, Any] | None, defn: Computation
     ref = kind_stages(backend, "computation").layout_key
     if ref is None:
         return ()
-    return load(ref)(fields, defn)  # type: ignore[no-any-return]
+    return load(ref)(fields, defn)

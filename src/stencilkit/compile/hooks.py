@@ -54,7 +54,7 @@ def verifier() -> Verifier | None:
         return check
     module, _, name = DEFAULT_VERIFIER.partition(":")
     try:
-        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         global _warned_missing
         if not _warned_missing:

@@ -62,6 +62,7 @@ def element(table: np.ndarray, name: str, index: tuple[d.Expr, ...], loc: Locati
             "*", component, d.Const(stride, dtype=dtypes.INT64, loc=loc), loc=loc)
         flat = term if flat is None else d.BinOp("+", flat, term, loc=loc)
     values = [d.Const(v, dtype=frozen.dtype, loc=loc) for v in frozen.ravel().tolist()]
+    assert flat is not None, "an indexed array has at least one dimension"
     return _select(flat, values, 0, len(values), loc)
 
 

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 from types import FunctionType
+from typing import Any
 
 import numpy as np
 
@@ -128,7 +129,7 @@ class _FieldFactory:
             axes = tuple(Axis(c) for c in axes)
         dims: tuple[int, ...] = ()
         if _data_type(dtype):
-            dtype, shape = dtype  # type: ignore[misc]
+            dtype, shape = dtype
             if not shape or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
                                     and n > 0 for n in shape):
                 raise ValueError(f"data dimensions must be positive integers, got {shape!r}")
@@ -211,7 +212,7 @@ def _unwrapped(obj: object) -> object:
     seen = set()
     while hasattr(obj, "__wrapped__") and id(obj) not in seen:
         seen.add(id(obj))
-        obj = obj.__wrapped__  # type: ignore[attr-defined]
+        obj = obj.__wrapped__
     return obj
 
 
@@ -239,7 +240,7 @@ erf, erfc, gamma = math.erf, math.erfc, math.gamma
 pi = math.pi
 
 
-def round_away_from_zero(x: object) -> object:
+def round_away_from_zero(x: Any) -> Any:
     """Nearest integer, halfway cases away from zero (the frontend expands it inline)."""
     return np.copysign(np.floor(np.abs(x) + 0.5), x)
 

@@ -23,16 +23,15 @@ pure, so the statements computing one run just before the statement that uses it
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 
 from .. import dtypes
 from ..analysis.typing import TypeLike
 from ..ir import definition as d
-from ..ir.core import Location
+from ..ir.core import Location, StrEnum
 
 
-class Reduction(enum.StrEnum):
+class Reduction(StrEnum):
     SUM = "sum"
     NANSUM = "nansum"
     MEAN = "mean"

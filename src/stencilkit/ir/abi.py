@@ -22,21 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernel as k
-from .core import Location, walk
+from .core import Location, StrEnum, walk
 
 
-class _StrEnum(str, enum.Enum):
-    """A string-valued enum that prints as its value (enum.StrEnum is Python 3.11+; we
-    support 3.10): members compare equal to, and format as, the strings they replace."""
-
-    def __str__(self) -> str:
-        return str.__str__(self)
-
-    def __format__(self, spec: str) -> str:
-        return str.__format__(self, spec)
-
-
-class Kind(_StrEnum):
+class Kind(StrEnum):
     """What was compiled."""
 
     POINT = "point"
@@ -67,7 +56,7 @@ class Access(enum.Enum):
         return self is Access.MIN or self is Access.MAX
 
 
-class ArgKind(_StrEnum):
+class ArgKind(StrEnum):
     """How a ParLoop argument reaches the kernel."""
 
     DIRECT = "direct"  # a Dat on the iteration set
@@ -87,7 +76,7 @@ class ArgKind(_StrEnum):
         return self.mapped or self is ArgKind.MAT
 
 
-class RaceMode(_StrEnum):
+class RaceMode(StrEnum):
     """How a ParLoop keeps elements that write one entry apart (``sk.configure(race=)``
     spells them "color" and "atomic")."""
 
@@ -96,7 +85,7 @@ class RaceMode(_StrEnum):
     ATOMIC = "atomic"  # every block at once, atomic updates
 
 
-class Device(_StrEnum):
+class Device(StrEnum):
     """Where a backend's arrays live."""
 
     CPU = "cpu"

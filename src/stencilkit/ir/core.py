@@ -8,9 +8,21 @@ wherever it came from.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
+
+
+class StrEnum(str, enum.Enum):
+    """A string-valued enum that prints as its value (``enum.StrEnum`` is Python 3.11+, and
+    stencilkit supports 3.10): members compare equal to, and format as, their strings."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,13 +242,14 @@ class LoopLowering:
         if s.kind is ArgKind.DIRECT and not s.mode.reduces and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True, properties=frozenset(
                 {k.ReadOnly()} if s.mode is Access.READ else set()))
-            decl = k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype))
-            return _Pieces(_sym(ptr), body=(decl,))
+            return _Pieces(_sym(ptr), body=(
+                k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype)),))
         if s.kind is ArgKind.GLOBAL and s.mode is Access.READ and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True,
                                   properties=frozenset({k.ReadOnly()}))
             return _Pieces(_sym(ptr), body=(k.Declare(ptr, _sym(a.base)),))
         size = s.local_size  # dim; map arity x dim; the matrix block
+        decl: k.Stmt
         loc, decl = self.local(f"l{i}", s.dtype, size)
         q = _sym(self.q)
         value = self.load(loc, q)

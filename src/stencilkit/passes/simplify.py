@@ -35,6 +35,7 @@ import dataclasses
 import operator
 import re
 from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -46,7 +47,7 @@ _BOOL = np.dtype(np.bool_)
 _INT_OPS: dict[str, Callable[[int, int], int]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
     "|": operator.or_, "^": operator.xor, "min": min, "max": max}
-_COMPARE: dict[str, Callable[[object, object], bool]] = {
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
     ">": operator.gt, ">=": operator.ge}
 _FLOAT_OPS: dict[str, Callable[[np.generic, np.generic], np.generic]] = {
@@ -83,7 +84,7 @@ def _fits(value: int, t: np.dtype) -> bool:
     return info.min <= value <= info.max
 
 
-def _normal_or_zero(x: np.generic) -> bool:
+def _normal_or_zero(x: Any) -> bool:
     if not np.isfinite(x):
         return False
     return x == 0 or abs(x) >= np.finfo(type(x)).tiny
@@ -216,7 +217,7 @@ def _fold_op(e: k.Op) -> k.Expr | None:
     # (x + c1) + c2 and (x - c1) + c2: one constant, as a hand kernel writes the offset
     if e.op in ("+", "-") and vb is not None and isinstance(a, k.Op) and a.op in ("+", "-") \
             and _const(a.args[1]) is not None:
-        inner = int(a.args[1].value) * (1 if a.op == "+" else -1)
+        inner = int(cast(k.Constant, a.args[1]).value) * (1 if a.op == "+" else -1)
         total = inner + int(vb) * (1 if e.op == "+" else -1)
         if _fits(inner, t) and _fits(total, t) and _fits(-total, t) and t == k.INDEX:
             # int64 index arithmetic never wraps in a kernel: extents and offsets are far
@@ -255,9 +256,9 @@ def _fold_constants(op: str, values: list, args: tuple[k.Expr, ...],
             return _constant(-values[0], t)
         if op in _FLOAT_OPS and len(values) == 2 and all(_normal_or_zero(v) for v in values):
             with np.errstate(all="ignore"):
-                result = _FLOAT_OPS[op](t.type(values[0]), t.type(values[1]))
-            if _normal_or_zero(result):
-                return _constant(result, t)
+                folded = _FLOAT_OPS[op](t.type(values[0]), t.type(values[1]))
+            if _normal_or_zero(folded):
+                return _constant(folded, t)
     return None
 
 
@@ -337,8 +338,9 @@ def _bounded_indices(body: tuple[k.Stmt, ...],
 def _rewrite_own(s: k.Stmt, fn: Callable[[Node], Node | None]) -> k.Stmt:
     """``s`` with ``fn`` applied to its own expressions (its nested statements are left:
     they were rewritten with their own ranges)."""
-    changes = {}
-    for f in dataclasses.fields(s):  # type: ignore[arg-type]
+    changes: dict[str, Any] = {}
+    new: object
+    for f in dataclasses.fields(s):
         value = getattr(s, f.name)
         if isinstance(value, k.Expr):
             new = rewrite(value, fn)
@@ -496,5 +498,5 @@ def _map_bodies(s: k.Stmt, fn: Callable[[tuple[k.Stmt, ...]], tuple[k.Stmt, ...]
                 k.Block(body=body) | k.ParallelRegion(body=body):
             return dataclasses.replace(s, body=fn(body))
         case k.StreamedRow(loop=loop):
-            return dataclasses.replace(s, loop=_map_bodies(loop, fn))
+            return dataclasses.replace(s, loop=cast(k.Loop, _map_bodies(loop, fn)))
     return s

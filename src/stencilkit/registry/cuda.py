@@ -19,6 +19,7 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from .. import dtypes
+from ..ir import kernel as k
 from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def point_entry(req: PointRequest, work: Work) -> Work:
 
     kernel = req.typed.kernel
     own, plan = work.facts["variants"]
-    names = (*kernel.params, OUT, FILL_BORDER, CVAL)
+    names: tuple[k.ArgumentKey, ...] = (*kernel.params, OUT, FILL_BORDER, CVAL)
     standard = standard_arrays(kernel, req.types, req.typed.neighborhood.border, req.mode)
 
     def build(variant):

@@ -26,6 +26,7 @@ from ..build import (
     numba_module,  # its import installs the finder of generated modules
     verdicts,
 )
+from ..ir import kernel as k
 from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
 from .shared_stages import filename, lower
 
@@ -79,7 +80,7 @@ def print_point(req: PointRequest, work: Work) -> Work:
     from ..codegen import numba as numba_codegen
     from ..passes.lower_point import CVAL, FILL_BORDER, OUT
 
-    params = (*req.typed.kernel.params, OUT, FILL_BORDER, CVAL)
+    params: tuple[k.ArgumentKey, ...] = (*req.typed.kernel.params, OUT, FILL_BORDER, CVAL)
     return work.but(source=numba_codegen.kernel_module(work.kernels[0], params))
 
 
@@ -118,7 +119,7 @@ def print_parloop(req: ParLoopRequest, work: Work) -> Work:
     from ..passes import lower_parloop as lpl
 
     kernel, loop = work.kernels
-    arguments = [lpl.NBLOCKS, lpl.BLOCKS]
+    arguments: list[k.ArgumentKey] = [lpl.NBLOCKS, lpl.BLOCKS]
     for i, s in enumerate(req.specs):
         arguments.append(f"a{i}")
         if s.kind.shares_targets:

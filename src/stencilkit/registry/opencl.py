@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import BackendError
+from ..ir import kernel as k
 from ..ir.abi import Access, RaceMode
 from . import shared_stages
 from .base import Backend, Capabilities, KindStages, PerKind, Pieces, Stages
@@ -174,7 +175,7 @@ def launch_computation(req: ComputationRequest, work: Work) -> Work:
                 t = temps[n]
                 buf = staging.buffer(rt, ("temporary", n), t.nbytes)
                 views[n] = ocl.DeviceView(buf, t.shape, ocl.element_strides(t))
-        scalars: dict[str, object] = {}
+        scalars: dict[k.ArgumentKey, object] = {}
         for n in buffers:
             for a in lowering.axes[n]:
                 scalars[origin_key(n, a)] = geo.origins[n][AXES.index(a)]

@@ -211,7 +211,7 @@ def on_device(a: object) -> bool:
 class CudaEntry:
     """A compiled-on-first-use CUDA launch plan, called like a C entry point."""
 
-    def __init__(self, plan: LaunchPlan, source: str, names: Sequence[str],
+    def __init__(self, plan: LaunchPlan, source: str, names: Sequence[k.ArgumentKey],
                  writable: frozenset[str], name: str,
                  standard: StandardArrays | None = None,
                  variants: Variants | None = None) -> None:

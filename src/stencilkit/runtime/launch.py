@@ -227,7 +227,7 @@ class StandardArrays:
                                     loc=self.loc, hint="pass a non-empty array")
 
 
-def standard_arrays(kernel, types, border, mode: str) -> StandardArrays:
+def standard_arrays(kernel, types, border, mode: str | tuple[str, ...]) -> StandardArrays:
     """The ``StandardArrays`` of a typed point kernel's specialization (``types``: its
     arguments' types)."""
     positions = tuple(i for i, p in enumerate(kernel.params)
