@@ -15,7 +15,9 @@ and the launcher. Rendered work is kept under the request's front key
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -115,8 +117,32 @@ def stages(backend: Any, kind: Kind | str) -> tuple[NamedStage, ...]:
     return tuple(out)
 
 
-#: rendered work by front key
-_RENDERED: dict[str, Work] = {}
+#: rendered work by front key, the most recently used last; bounded, since each entry holds
+#: kernel IR and plans (a long session specializes many kernels)
+_RENDERED: OrderedDict[str, Work] = OrderedDict()
+_RENDERED_MAX = 256
+_rendered_lock = threading.Lock()
+
+
+def _remembered(front: str) -> Work | None:
+    with _rendered_lock:
+        work = _RENDERED.get(front)
+        if work is not None:
+            _RENDERED.move_to_end(front)
+        return work
+
+
+def _remember(front: str, work: Work) -> None:
+    with _rendered_lock:
+        _RENDERED[front] = work
+        while len(_RENDERED) > _RENDERED_MAX:
+            _RENDERED.popitem(last=False)
+
+
+def forget_rendered() -> None:
+    """Drop the rendered work kept in memory (the next build or render runs every stage)."""
+    with _rendered_lock:
+        _RENDERED.clear()
 
 
 def render(request: Request) -> Artifact:
@@ -135,10 +161,11 @@ def _drive(request: Request, build: bool) -> Artifact:
     front = front_key(request)
     timings: list[tuple[str, float]] = []
     with config.building(request.fast_math):
-        work = _RENDERED.get(front)
+        # with a dump asked for, the stages run again so that they print what they make
+        work = None if config.current().dump else _remembered(front)
         if work is None:
             work = _run_stages(request, named[:printed], Work(), timings)
-            _RENDERED[front] = work
+            _remember(front, work)
         if build:
             work = _run_stages(request, named[printed:], work, timings)
     return Artifact(request.kind, request.backend.name, work.source,
@@ -176,8 +203,9 @@ def _run_stages(request: Request, named: tuple[NamedStage, ...], work: Work,
         if ir_stages and i == ir_stages[-1]:  # the kernel IR before the platform's lowering
             from ..codegen.kernel_text import kernel_ir_text
 
-            for kf in new.kernels:
-                hooks.dump("kernel", kf.name, kernel_ir_text(kf))
+            for i, kf in enumerate(new.kernels):  # titled as the stage dumps before it
+                hooks.dump("kernel", name if i == 0 else f"{name} ({kf.name})",
+                           kernel_ir_text(kf))
         if s.stage is Stage.PRINT:
             hooks.dump("code", f"{name} [{backend}]", new.source)
         work = new
