@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..ir import kernel as k
+from . import shared_stages
 from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
 
 if TYPE_CHECKING:
@@ -95,31 +96,10 @@ def mark_parallel(req: PointRequest, work: Work) -> Work:
 
 def plan_point(req: PointRequest, work: Work) -> Work:
     """This specialization's own launch plan: C order (its unit strides are the layout's,
-    already constants), 32-bit indices, a thread per point; the entry plans the other
-    variants per call (``runtime.cuda_variants``) with ``facts["variants"]``."""
-    from ..ir import kernel as k
-    from ..ir.verify import checked_plan
-    from ..passes.lower_point import OUT
+    already constants), 32-bit indices, a thread per point (``shared_stages``)."""
     from ..passes.platforms.cuda import CUDA_PLATFORM
-    from ..passes.platforms.cuda_layout import Variant, specialize
 
-    (kf,) = work.kernels
-    kernel, layout = req.typed.kernel, req.layout
-    out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
-
-    def plan(variant: Variant):
-        # the variants a call plans later are verified as they are planned (the driver's
-        # hook sees this specialization's own plan only)
-        return checked_plan(CUDA_PLATFORM.plan(specialize(kf, variant),
-                                               unit=(out, variant.unit_axis),
-                                               covering=variant.covering))
-
-    ndim = kernel.ndim
-    units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, req.types)
-             if unit and t.ndim == ndim}  # as runtime.cuda_variants.choose counts them
-    own = Variant(ndim - 1,
-                  frozenset(units | ({OUT} if layout.out_unit_stride else set())), True, True)
-    return work.but(plan=plan(own), facts={"variants": (own, plan)})
+    return shared_stages.plan_point_variants(req, work, CUDA_PLATFORM, narrow=True)
 
 
 def plan_kernel(req: Request, work: Work) -> Work:

@@ -75,29 +75,11 @@ def plan(req: Request, work: Work) -> Work:
 
 
 def plan_point(req: PointRequest, work: Work) -> Work:
-    """As CUDA's (``registry/cuda.py``): this specialization's own plan with NDRange
-    dimension 0 on the output's unit-stride axis and unit strides as constants; the entry
-    plans the other variants per call (``runtime.cuda_variants``; 64-bit indices:
-    ``runtime.opencl_launch`` says why) with ``facts["variants"]``."""
-    from ..ir import kernel as k
-    from ..ir.verify import checked_plan
-    from ..passes.lower_point import OUT
-    from ..passes.platforms import opencl as platform
-    from ..passes.platforms.cuda_layout import Variant, specialize
+    """As CUDA's: NDRange dimension 0 on the output's unit-stride axis and unit strides as
+    constants, but 64-bit indices (``runtime.opencl_launch`` says why)."""
+    from ..passes.platforms.opencl import OPENCL_PLATFORM
 
-    (kf,) = work.kernels
-    kernel, layout = req.typed.kernel, req.layout
-    out = next(p.name for p in kf.params if p.get(k.BasePointer) == k.BasePointer(OUT))
-
-    def plan(variant: Variant):
-        return checked_plan(platform.plan(specialize(kf, variant),
-                                          unit=(out, variant.unit_axis)))
-
-    ndim = kernel.ndim
-    units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, req.types)
-             if unit and t.ndim == ndim}
-    own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())))
-    return work.but(plan=plan(own), facts={"variants": (own, plan)})
+    return shared_stages.plan_point_variants(req, work, OPENCL_PLATFORM, narrow=False)
 
 
 def print_program(req: Request, work: Work) -> Work:
