@@ -227,20 +227,6 @@ def compile_entry(req: Request, work: Work) -> Work:
     return work.but(entry=build_extension(work.back_key, work.source + entry, req.name))
 
 
-def launch_computation(req: ComputationRequest, work: Work) -> Work:
-    from ..runtime.computation import CompiledComputationCall
-
-    lowering = work.facts["lowering"]
-    buffers = tuple(lowering.buffers)
-    axes = {n: tuple(lowering.axes[n]) for n in buffers}
-    return work.but(entry=CompiledComputationCall(work.entry, req.defn, buffers, axes))
-
-
-def computation_layout(fields, defn) -> tuple:
-    """Which axis of each field has unit stride: the loop over it runs innermost."""
-    from ..passes.lower_computation import layout_of
-
-    return tuple(sorted(layout_of(fields, defn).items()))
 
 
 def _ref(name: str) -> str:
@@ -276,8 +262,8 @@ BACKEND = Backend(
                                                ("entry_arguments", _ref("computation_entry"))),
                                    platform=_PLATFORM, print=_ref("print_kernel"), key=_KEY,
                                    toolchain=_TOOLCHAIN,
-                                   launcher=_ref("launch_computation"),
-                                   layout_key=_ref("computation_layout")),
+                                   launcher="stencilkit.registry.shared_stages:launch_computation",
+                                   layout_key="stencilkit.registry.shared_stages:computation_layout"),
             parloop=KindStages(lower=_ref("lower_parloop_kernel"),
                                lower_loop=_ref("lower_parloop_loop"), transforms=(_SIMPLIFY,),
                                platform=_PLATFORM,

@@ -181,19 +181,6 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
     return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
 
 
-def launch_computation(req: ComputationRequest, work: Work) -> Work:
-    from ..runtime.computation import CompiledComputationCall
-
-    lowering = work.facts["lowering"]
-    buffers = tuple(lowering.buffers)
-    axes = {n: tuple(lowering.axes[n]) for n in buffers}
-    return work.but(entry=CompiledComputationCall(work.entry, req.defn, buffers, axes))
-
-
-def computation_layout(fields, defn) -> tuple:
-    from ..passes.lower_computation import layout_of
-
-    return tuple(sorted(layout_of(fields, defn).items()))
 
 
 def _ref(name: str) -> str:
@@ -227,8 +214,8 @@ BACKEND = Backend(
                                    transforms=(_SIMPLIFY, _COMPLEX),
                                    platform=_ref("plan_kernel"), print=_ref("print_plan"),
                                    toolchain=_ref("computation_entry"),
-                                   launcher=_ref("launch_computation"),
-                                   layout_key=_ref("computation_layout")),
+                                   launcher="stencilkit.registry.shared_stages:launch_computation",
+                                   layout_key="stencilkit.registry.shared_stages:computation_layout"),
             parloop=KindStages(lower=f"{_SHARED}:lower_parloop_kernel",
                                lower_loop=f"{_SHARED}:lower_parloop_loop",
                                transforms=(_SIMPLIFY, _COMPLEX), platform=_ref("plan_parloop"),

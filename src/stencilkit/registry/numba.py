@@ -150,12 +150,6 @@ def launch_computation(req: ComputationRequest, work: Work) -> Work:
                                                dtypes_))
 
 
-def computation_layout(fields, defn) -> tuple:
-    """The loop over the unit-stride axis innermost, as on "c"."""
-    from ..passes.lower_computation import layout_of
-
-    return tuple(sorted(layout_of(fields, defn).items()))
-
 
 def _header(kf) -> str:
     first = kf.doc.splitlines()[0] if kf.doc else kf.name
@@ -195,7 +189,7 @@ BACKEND = Backend(
                                    print=_ref("print_computation"), key=_KEY,
                                    toolchain=_TOOLCHAIN,
                                    launcher=_ref("launch_computation"),
-                                   layout_key=_ref("computation_layout")),
+                                   layout_key="stencilkit.registry.shared_stages:computation_layout"),
             parloop=KindStages(lower=f"{_SHARED}:lower_parloop_kernel",
                                lower_loop=_ref("lower_parloop_loop"), platform=_PLATFORM,
                                print=_ref("print_parloop"), key=_KEY, toolchain=_TOOLCHAIN)),

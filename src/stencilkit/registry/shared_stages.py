@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from ..compile.driver import Work
     from ..compile.point import TypedPointKernel
-    from ..compile.requests import ParLoopRequest, PointRequest, Request
+    from ..compile.requests import ComputationRequest, ParLoopRequest, PointRequest, Request
     from ..frontend.source import SourceFunction
     from ..passes.lower_point import Layout
 
@@ -101,3 +101,21 @@ def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -
     own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())),
                   narrow, narrow)
     return work.but(plan=plan(own), facts={"variants": (own, plan)})
+
+
+def launch_computation(req: ComputationRequest, work: Work) -> Work:
+    """The compiled entry as a computation call (``runtime.computation``): which buffers
+    it takes and the axes each has."""
+    from ..runtime.computation import CompiledComputationCall
+
+    lowering = work.facts["lowering"]
+    buffers = tuple(lowering.buffers)
+    axes = {n: tuple(lowering.axes[n]) for n in buffers}
+    return work.but(entry=CompiledComputationCall(work.entry, req.defn, buffers, axes))
+
+
+def computation_layout(fields, defn) -> tuple:
+    """Which axis of each field has unit stride: the loop over it runs innermost."""
+    from ..passes.lower_computation import layout_of
+
+    return tuple(sorted(layout_of(fields, defn).items()))
