@@ -10,10 +10,11 @@ stays with the caller.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+
+from ..ir.abi import Kind  # the kinds of kernels: one enum for the driver and the ABI
 
 if TYPE_CHECKING:
     from ..analysis.schedule import Schedule
@@ -25,14 +26,6 @@ if TYPE_CHECKING:
     from ..passes.lower_point import Layout
     from ..registry.base import Backend
     from .point import TypedPointKernel
-
-
-class Kind(str, Enum):
-    """The three kinds of kernels (equal to the strings of ``registry.base.KINDS``)."""
-
-    POINT = "point"
-    COMPUTATION = "computation"
-    PARLOOP = "parloop"
 
 
 def _source_text(src: SourceFunction | None) -> str:
