@@ -67,9 +67,11 @@ def _carried_in(ms: MultiStage, name: str, dk: int) -> tuple[bool, bool] | None:
     if not _chained([isched.interval for isched in ms.intervals]):
         return None  # a level the sweep skips keeps the old value: only memory has it
     carried = zero_first = False
+    read_in: list[c.Extent] = []  # the extents of the stages reading it, and writing it
+    written_in: list[c.Extent] = []
     for isched in ms.intervals:
         written = False
-        for unit in (u for st in isched.stages for u in st.units):
+        for stage, unit in ((st, u) for st in isched.stages for u in st.units):
             for acc in reads(unit):
                 if acc.field != name:
                     continue
@@ -82,13 +84,23 @@ def _carried_in(ms: MultiStage, name: str, dk: int) -> tuple[bool, bool] | None:
                     zero_first |= not written
                 else:
                     return None
+                read_in.append(stage.extent)
             if type(unit) is d.Assign and unit.target == name:
                 written = True
+                written_in.append(stage.extent)
             elif any(isinstance(n, d.Assign) and n.target == name for n in walk(unit)):
                 return None  # conditional or at a K offset: the register would miss it
         if not written:
             return None
+    # a column some writing stage skips would read a level the register never held
+    if not all(_within(r, w) for r in read_in for w in written_in):
+        return None
     return (carried, zero_first) if carried else None
+
+
+def _within(inner: c.Extent, outer: c.Extent) -> bool:
+    return outer[0] <= inner[0] and inner[1] <= outer[1] and outer[2] <= inner[2] \
+        and inner[3] <= outer[3]
 
 
 def carried_values(defn: c.ComputationDef, sched: Schedule) -> dict[tuple[int, str], Carried]:
