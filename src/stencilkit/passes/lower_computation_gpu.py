@@ -15,6 +15,7 @@ level's first write of ``f``, and the level below is always one the sweep wrote,
 is the register the previous level's write set: a tridiagonal solve's ``c'`` and ``d'``
 are not reloaded. Fields are still stored at every write (others read them); a temporary
 used nowhere else needs no 3-D array at all.
+
 PARALLEL stages are loop nests whose every loop is parallel (a grid of up to three
 dimensions); "planes" multistages are the CPU lowering's. The K loops of FORWARD/BACKWARD
 sweeps are never marked parallel: the GPU platforms make threads of marked loops only.
