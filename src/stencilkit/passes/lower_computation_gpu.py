@@ -23,6 +23,7 @@ sweeps are never marked parallel: the GPU platforms make threads of marked loops
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..analysis.schedule import MultiStage, Schedule, Stage, offsets, reads, variable_k_reads
@@ -126,9 +127,22 @@ def carried_values(defn: c.ComputationDef, sched: Schedule) -> dict[tuple[int, s
     return out
 
 
+def temporaries_unit_axis(defn: c.ComputationDef, layout: Mapping[str, int | None]) -> int:
+    """The unit-stride axis of a GPU computation's 3-D temporaries: the one of its first 3-D
+    field (the axis grid x runs along, so that a warp's accesses to the temporaries coalesce
+    as its accesses to the fields do), K where that field has none. The "cuda" backend
+    allocates its temporaries so (``ComputationStencil._temporaries``)."""
+    first = next((f.name for f in defn.fields if f.axes == "IJK" and not f.data_dims), None)
+    unit = layout.get(first) if first is not None else None
+    return 2 if unit is None else unit
+
+
 class GpuComputationLowering(ComputationLowering):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, defn: c.ComputationDef, sched: Schedule,
+                 layout: Mapping[str, int | None], *args, **kwargs) -> None:
+        unit = temporaries_unit_axis(defn, layout)
+        layout = {**layout, **{t: unit for t, _ in defn.temporaries}}
+        super().__init__(defn, sched, layout, *args, **kwargs)
         self.carried = carried_values(self.defn, self.sched)
         self.carried_registers = {key: self.ctx.symbol(f"{key[1]}_carried", dtype)
                                   for key in sorted(self.carried)
