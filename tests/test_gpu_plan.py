@@ -7,6 +7,7 @@ from sharing the planner (an ``out=`` call that fills no border is one launch)."
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import numpy as np
 import pytest
@@ -500,6 +501,45 @@ def test_computations_get_a_64_bit_variant_for_large_arrays():
     assert {d.counter.dtype for lc in wide.launches() for d in lc.dims} == {I}
     assert entry.plan.covering and not wide.covering
     assert "+= (int64_t)gridDim" in source
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+@pytest.mark.parametrize("limit", ["narrow", "covering"])
+def test_computation_variants_on_the_emulator(monkeypatch, limit):
+    """A computation's 64-bit variant (the limit lowered: arrays past 2**30 elements do not
+    fit the emulator) and its grid-stride one (grids of 2 x 2 blocks, each thread visiting
+    several columns or points) give numpy's results, bit for bit."""
+    from stencilkit.runtime import cuda as rt
+    from stencilkit.runtime import cuda_variants
+    from stencilkit_apps import definitions
+
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    monkeypatch.setattr(cuda_variants, "NARROW_LIMIT" if limit == "narrow" else
+                        "COVERING_LIMIT", 0)
+    if limit == "covering":
+        monkeypatch.setattr(rt, "GRID_LIMITS", (2, 2, 1))
+    rng = np.random.default_rng(11)
+    for func in (definitions.hdiff, definitions.tridiagonal_temporaries):
+        names = [f.name for f in sk.stencil(func, backend="numpy").definition.parameter_fields]
+        data = {n: rng.random((10, 11, 12)) + 2.0 for n in names}
+        results = []
+        for b in ("numpy", "cuda"):
+            fields = {n: v.copy() for n, v in data.items()}
+            st = sk.stencil(func, backend=b)
+            st(**fields, origin=(2, 2, 0), domain=(6, 7, 12))
+            results.append(fields)
+        for n in names:
+            np.testing.assert_array_equal(results[1][n], results[0][n], err_msg=n)
+        (_, call), = st._builds.values()
+        ran = list(call.entry._variants.values())
+        assert ran
+        for v in ran:
+            if limit == "narrow":
+                assert "int64_t ni" in v.source and v.plan.covering
+            else:
+                assert "int32_t ni" in v.source and not v.plan.covering
 
 
 def _walk(s):
