@@ -1,13 +1,19 @@
 """The machine code of the "cuda" backend's kernels, without a GPU.
 
-For each case (a point kernel and the layout of its arrays) the kernels that a call runs are
+For each case (a point kernel or a computation, and the layout of its arrays) the kernels
+that a call runs are
 compiled by NVRTC for one architecture (default sm_90) with ``--ptxas-options=-v``, and
 this prints per ``__global__`` function: the registers, the stack and spill bytes ptxas
 reports, and in the PTX the 64-bit multiplies (``mul.lo.s64``/``mad.lo.s64``: index
 arithmetic in 64 bits), the widening multiplies (``mul.wide``: a 32-bit index scaled to a
 byte offset) and the global loads. Next to them, a naive hand kernel (one thread per point,
-no tiling) as the yardstick. These are the CPU-side figures of docs/performance-gpu.md; the
-GPU timings are ``../shared/gpu-bench``'s.
+no tiling) as the yardstick. For computations (hdiff, a tridiagonal solve; C order and the
+storages) also the launches per call and the memory traffic per grid point that the plan
+implies (each launch reading each array it loads once and writing each it stores once, 3-D
+temporaries included) against the least a call can move (each input field read once, each
+output written once), and the hand kernels of ``../shared/gpu-bench`` (fused hdiff; a
+thread per column keeping the tridiagonal coefficients in global memory). These are the
+CPU-side figures of docs/performance-gpu.md; the GPU timings are ``../shared/gpu-bench``'s.
 
     PYTHONPATH=src python benchmarks/cuda_codegen.py [--arch sm_90] [--source]
 
@@ -57,6 +63,53 @@ def _huge(shape: tuple[int, ...]) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(np.empty(1), shape, strides)
 
 
+HAND_HDIFF = r"""
+__device__ __forceinline__ double L(const double* a, long p, long s0, long s1) {
+  return 4.0 * a[p] - (a[p + s0] + a[p - s0] + a[p + s1] + a[p - s1]);
+}
+extern "C" __global__ void hand_hdiff(const double* __restrict__ in,
+    const double* __restrict__ c, double* __restrict__ o, long n0, long n1, long n2, long s0,
+    long s1, long s2) {
+  long i = blockIdx.z * blockDim.z + threadIdx.z;
+  long j = blockIdx.y * blockDim.y + threadIdx.y;
+  long k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 2 || j < 2 || i >= n0 - 2 || j >= n1 - 2 || k >= n2) return;
+  long p = i * s0 + j * s1 + k * s2;
+  double l0 = L(in, p, s0, s1), lip = L(in, p + s0, s0, s1), lim = L(in, p - s0, s0, s1);
+  double ljp = L(in, p + s1, s0, s1), ljm = L(in, p - s1, s0, s1);
+  double fx = lip - l0;   if (fx * (in[p + s0] - in[p]) > 0.0) fx = 0.0;
+  double fxm = l0 - lim;  if (fxm * (in[p] - in[p - s0]) > 0.0) fxm = 0.0;
+  double fy = ljp - l0;   if (fy * (in[p + s1] - in[p]) > 0.0) fy = 0.0;
+  double fym = l0 - ljm;  if (fym * (in[p] - in[p - s1]) > 0.0) fym = 0.0;
+  o[p] = in[p] - c[p] * (fx - fxm + fy - fym);
+}
+"""
+
+HAND_TRIDIAG = r"""
+extern "C" __global__ void hand_tridiag(const double* __restrict__ a,
+    const double* __restrict__ b, const double* __restrict__ c, const double* __restrict__ d,
+    double* __restrict__ x, double* __restrict__ cp, double* __restrict__ dp,
+    long n0, long n1, long n2, long s0, long s1, long s2) {
+  long i = blockIdx.y * blockDim.y + threadIdx.y;
+  long j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n0 || j >= n1) return;
+  long p = i * s0 + j * s1;
+  double cc = c[p] / b[p], dd = d[p] / b[p];
+  cp[p] = cc; dp[p] = dd;
+  for (long k = 1; k < n2; ++k) {
+    long q = p + k * s2;
+    double m = 1.0 / (b[q] - a[q] * cc);
+    cc = c[q] * m; dd = (d[q] - a[q] * dd) * m;
+    cp[q] = cc; dp[q] = dd;
+  }
+  double xx = dd; x[p + (n2 - 1) * s2] = xx;
+  for (long k = n2 - 2; k >= 0; --k) {
+    long q = p + k * s2;
+    xx = dp[q] - cp[q] * xx; x[q] = xx;
+  }
+}
+"""
+
 CASES = [
     ("lap3d 512^3, C order", lap3d, lambda: np.empty((512, 512, 512))),
     ("lap3d 512^3, Fortran order", lap3d, lambda: np.empty((512, 512, 512), order="F")),
@@ -64,6 +117,69 @@ CASES = [
     ("lap3d 1300^3 (> 2**31 elements), C order", lap3d, lambda: _huge((1300, 1300, 1300))),
     ("jacobi2d 16384^2", jacobi2d, lambda: np.empty((16384, 16384))),
 ]
+
+
+def _stand_in(shape: tuple[int, int, int], storage: bool) -> np.ndarray:
+    """An array of ``shape`` in C order or in the storage order over one element of memory
+    (a computation's build reads only the layout)."""
+    ni, nj, nk = shape
+    strides = (nj * 8, 8, ni * nj * 8) if storage else (nj * nk * 8, nk * 8, 8)
+    return np.lib.stride_tricks.as_strided(np.empty(1), shape, strides)
+
+
+def _computations() -> list[tuple[str, object, bool]]:
+    from stencilkit_apps import definitions
+
+    return [(f"{name} 1024x1024x80, {'storage (K outermost)' if storage else 'C order'}",
+             func, storage)
+            for name, func in (("hdiff", definitions.hdiff),
+                               ("tridiag (c, d in place)", definitions.tridiagonal),
+                               ("tridiag (cp, dp temporaries)",
+                                definitions.tridiagonal_temporaries))
+            for storage in (False, True)]
+
+
+def computation_build(func, storage: bool):
+    """(launch plan, CUDA source) of "cuda"'s build of computation ``func`` for fields of
+    1024x1024x80 in C order or the storage order: the kernels such a call runs."""
+    from stencilkit.registry import REGISTRY
+
+    st = sk.stencil(func)
+    fields = {f.name: _stand_in((1024, 1024, 80), storage)
+              for f in st.definition.parameter_fields}
+    source, call = st._build(REGISTRY["cuda"], fields)
+    return call.entry.plan, source
+
+
+def traffic(plan, func) -> tuple[int, int]:
+    """(bytes per grid point the plan moves, the least a call moves): each launch reads
+    each array it loads once and writes each it stores once (neighbours from the cache),
+    temporaries included; the least reads each field the computation reads and writes each
+    it writes, once."""
+    from stencilkit.ir import kernel as k
+    from stencilkit.ir.core import walk
+
+    moved = 0
+    for launch in plan.launches():
+        nodes = [n for s in launch.body for n in walk(s)]
+        for kind in (k.Load, k.Store):
+            arrays = {n.buffer.base.name: n.buffer.element_type for n in nodes
+                      if isinstance(n, kind)}
+            moved += sum(np.dtype(t).itemsize for t in arrays.values())
+    from stencilkit.analysis.schedule import reads
+    from stencilkit.passes.lower_computation import written_before_read
+
+    st = sk.stencil(func, backend="numpy")
+    multistages = list(enumerate(st.schedule.multistages))
+    written = {n for _, ms in multistages for n in ms.written}
+    least = 0
+    for f in st.definition.parameter_fields:
+        # an output the call sets before reading it (x of the tridiagonal solve) is no input
+        read = any(acc.field == f.name for _, ms in multistages for iv in ms.intervals
+                   for stage in iv.stages for u in stage.units for acc in reads(u)) \
+            and not (f.name in written and written_before_read(f.name, multistages))
+        least += np.dtype(f.dtype).itemsize * (int(read) + int(f.name in written))
+    return moved, least
 
 
 def call_source(func, a: np.ndarray) -> str:
@@ -140,10 +256,19 @@ def main() -> None:
     head = f"{'case / kernel':58s} {'regs':>4s} {'spill':>5s} {'mul64':>5s} {'wide':>4s} " \
            f"{'ld':>3s}"
     print(head)
-    rows = [(label, call_source(func, make())) for label, func, make in CASES]
-    rows.append(("naive hand kernel (reference)", HAND_LAP3D))
-    for label, source in rows:
-        print(label)
+    rows = [(label, call_source(func, make()), "") for label, func, make in CASES]
+    rows.append(("naive hand kernel (reference)", HAND_LAP3D, ""))
+    for label, func, storage in _computations():
+        plan, source = computation_build(func, storage)
+        moved, least = traffic(plan, func)
+        rows.append((label, source, f"{len(plan.launches())} launch(es), {moved} B/point "
+                                    f"moved, {least} B/point least"))
+    rows.append(("hand hdiff, fused (gpu-bench's; C order)", HAND_HDIFF,
+                 "1 launch, 24 B/point"))
+    rows.append(("hand tridiag, thread per column, cp/dp in global memory (gpu-bench's)",
+                 HAND_TRIDIAG, "1 launch, 72 B/point"))
+    for label, source, note in rows:
+        print(label + (f": {note}" if note else ""))
         if opts.source:
             print(source[source.index("launch(es)") - 120:] if "launch(es)" in source
                   else source)

@@ -7,6 +7,7 @@ from sharing the planner (an ``out=`` call that fills no border is one launch)."
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import numpy as np
 import pytest
@@ -17,12 +18,12 @@ import stencilkit as sk
 from stencilkit.analysis.typing import ArgType
 from stencilkit.compile import driver
 from stencilkit.compile.point import analyse
-from stencilkit.gtscript import PARALLEL, Field, computation, interval
+from stencilkit.gtscript import FORWARD, PARALLEL, Field, computation, interval
 from stencilkit.ir import kernel as k
 from stencilkit.ir.host_eval import evaluate, extents, host_computable, host_launches
 from stencilkit.ir.plan import Dim, HostLoop, Launch, LaunchPlan, expr_text, plan_text
+from stencilkit.passes.lower_computation_gpu import GpuComputationLowering
 from stencilkit.passes.lower_point import OUT, Layout
-from stencilkit.passes.opencl_computation import OpenCLComputationLowering
 from stencilkit.passes.parallel_nests import mark_parallel_nests
 from stencilkit.passes.platforms.cuda import CUDA_PLATFORM
 from stencilkit.passes.platforms.cuda_layout import Variant, specialize
@@ -72,13 +73,15 @@ def point_plans(c_order: bool) -> tuple[LaunchPlan, LaunchPlan]:
 
 
 def computation_plans(func) -> tuple[LaunchPlan, LaunchPlan]:
-    """(CUDA, OpenCL) plans of a computation, each lowered by its backend's lowering."""
-    cuda = sk.stencil(func)._build(cuda_registry.BACKEND, None)[1].entry.plan
+    """(CUDA, OpenCL) plans of a computation, each lowered by its backend's lowering; CUDA's
+    64-bit variant (its own plan indexes in 32 bits, as OpenCL's does not)."""
+    entry = sk.stencil(func)._build(cuda_registry.BACKEND, None)[1].entry
+    cuda, _ = entry.variants.build(Variant(2, frozenset(), False, False))
     st = sk.stencil(func, backend="numpy")
     scheduled = st.plans[True]  # the plan of backends that inline temporaries
     layout = {f.name: len(f.axes) - 1 for f in scheduled.definition.fields}
     layout.update({t: 2 for t, _ in scheduled.definition.temporaries})
-    kf = OpenCLComputationLowering(scheduled.definition, scheduled.schedule, layout,
+    kf = GpuComputationLowering(scheduled.definition, scheduled.schedule, layout,
                                    st.source).lower_all()
     return cuda, OPENCL_PLATFORM.plan(simplify(kf))  # as the backends' stages do
 
@@ -145,7 +148,7 @@ plan sk_column_sum_computation
       total_stride_1_:int64, u_origin_I_:int64, u_origin_J_:int64, u_origin_K_:int64,
       total_origin_I_:int64, total_origin_J_:int64, total_origin_K_:int64, ni:int64,
       nj:int64, nk:int64
-    body: 2 statement(s)
+    body: 3 statement(s)
 """
 
 PARALLEL_TWO_STAGES = """\
@@ -336,6 +339,207 @@ def test_no_k_sweep_loop_becomes_a_grid_dimension(func):
             assert "k" not in [d.counter.name for d in launch.dims], plan_text(plan)
         assert any(isinstance(n, k.Loop) and n.counter.name == "k"
                    for launch in plan.launches() for s in launch.body for n in _walk(s))
+
+
+# ---------------------------------------------------------------- computations on the GPU
+
+
+def prefix_mean(u: Field[float], out: Field[float]):
+    # s is read at k - 1 in its own sweep only: a register, no 3-D array
+    with computation(FORWARD):
+        with interval(0, 1):
+            s = u
+            out = s
+        with interval(1, None):
+            s = s[0, 0, -1] + u
+            out = s * 0.5  # noqa: F841
+
+
+def read_after_write(u: Field[float], out: Field[float]):
+    # t[0, 0, -1] is read after the level's write of t too: that read needs memory
+    with computation(FORWARD):
+        with interval(0, 1):
+            t = u
+            out = t
+        with interval(1, None):
+            t = u * 2.0 + t[0, 0, -1]
+            out = t[0, 0, -1] - t  # noqa: F841
+
+
+def triple_laplacian(u: Field[float], out: Field[float]):
+    # l1 would be recomputed at 13 offsets (120 operations a point): over the budget
+    with computation(PARALLEL), interval(...):
+        l1 = u[1, 0, 0] + u[-1, 0, 0] + u[0, 1, 0] + u[0, -1, 0] - 4.0 * u
+        l2 = l1[1, 0, 0] + l1[-1, 0, 0] + l1[0, 1, 0] + l1[0, -1, 0] - 4.0 * l1
+        out = l2[1, 0, 0] + l2[-1, 0, 0] + l2[0, 1, 0] + l2[0, -1, 0] - 4.0 * l2  # noqa: F841
+
+
+def _storage(shape: tuple[int, int, int]) -> np.ndarray:
+    """The layout of ``sk.empty(shape, backend="cuda")``: K outermost, J unit stride."""
+    ni, nj, nk = shape
+    return np.zeros(ni * nj * nk).reshape(nk, ni, nj).transpose(1, 2, 0)
+
+
+def _cuda_build(func, storage: bool):
+    """(plan, source) of "cuda"'s build of computation ``func`` for fields in C order or
+    in the storage order."""
+    st = sk.stencil(func)
+    make = _storage if storage else np.zeros
+    fields = {f.name: make((6, 7, 8)) for f in st.definition.parameter_fields}
+    source, call = st._build(cuda_registry.BACKEND, fields if storage else None)
+    return call.entry.plan, source
+
+
+def _temporaries(plan: LaunchPlan) -> set[str]:
+    return {b.name for b in plan.kernel.buffers if b.base.has(k.Temporary)}
+
+
+@pytest.mark.parametrize("storage", [False, True], ids=["C order", "storage order"])
+def test_hdiff_is_one_launch_with_its_temporaries_in_registers(storage):
+    """hdiff's PARALLEL multistage: one launch, no 3-D temporary, grid x on the fields'
+    unit-stride axis (K in C order, J on the storages)."""
+    from .golden.corpus import hdiff
+
+    plan, source = _cuda_build(hdiff, storage)
+    (launch,) = plan.launches()
+    assert not _temporaries(plan), plan_text(plan)
+    assert launch.dims[0].counter.name == ("j" if storage else "k")
+    assert "int64_t" not in source[source.index("__global__"):]  # 32-bit indices
+
+
+def test_recomputation_is_bounded_by_the_budget():
+    """A Laplacian of a Laplacian of a Laplacian keeps the innermost one as a temporary
+    (a stage of its own) instead of recomputing it at 13 offsets; the outer one, within
+    the budget, is still recomputed."""
+    plan, _ = _cuda_build(triple_laplacian, storage=False)
+    assert len(plan.launches()) == 2, plan_text(plan)
+    assert _temporaries(plan) == {"l1"}
+
+
+@pytest.mark.parametrize("storage", [False, True], ids=["C order", "storage order"])
+@pytest.mark.parametrize("which", ["tridiagonal", "tridiagonal_temporaries"])
+def test_sweeps_carry_the_previous_level_in_registers(which, storage):
+    """A tridiagonal solve: one launch, a thread per column (x on J), the values the FORWARD
+    sweep reads at k - 1 (c, d or cp, dp) and the BACKWARD one at k + 1 (x) not reloaded."""
+    from stencilkit_apps import definitions
+
+    from .golden.corpus import tridiagonal
+
+    func = tridiagonal if which == "tridiagonal" else definitions.tridiagonal_temporaries
+    plan, source = _cuda_build(func, storage)
+    (launch,) = plan.launches()
+    assert [d.counter.name for d in launch.dims] == ["j", "i"]
+    levels = _k_levels_loaded(plan)
+    assert not any(level.endswith("k - 1") for _, level in levels), levels
+    assert ("c_", "c_origin_K_ + k") in levels or ("c_", "k + c_origin_K_") in levels
+    if which == "tridiagonal_temporaries":
+        assert not any(level.endswith("k + 1") for _, level in levels), levels
+        assert _temporaries(plan) == {"cp", "dp"}  # the BACKWARD sweep reads them
+        # the temporaries' unit stride is the fields' (J on the storages): x coalesces
+        unit = 1 if storage else 2
+        for b in plan.kernel.buffers:
+            assert _is_one(b.strides[unit]), (b.name, b.strides)
+
+
+def _is_one(e: k.Expr) -> bool:
+    return isinstance(e, k.Constant) and int(e.value) == 1
+
+
+def _k_levels_loaded(plan: LaunchPlan) -> set[tuple[str, str]]:
+    """(buffer, K index as text) of every load of a 3-D field in the plan's launches."""
+    return {(n.buffer.base.name, expr_text(n.indices[2])) for launch in plan.launches()
+            for s in launch.body for n in _walk(s)
+            if isinstance(n, k.Load) and len(n.indices) == 3}
+
+
+def test_a_temporary_carried_alone_needs_no_array():
+    plan, source = _cuda_build(prefix_mean, storage=False)
+    assert not _temporaries(plan)
+    assert "s_carried" in source
+
+
+@pytest.mark.parametrize("storage", [False, True], ids=["C order", "storage order"])
+@pytest.mark.parametrize("which", ["tridiagonal", "tridiagonal_temporaries", "prefix_mean",
+                                   "read_after_write", "triple_laplacian", "hdiff"])
+def test_gpu_computations_equal_numpy_bit_for_bit(which, storage, backend):
+    from stencilkit_apps import definitions
+
+    from .golden import corpus
+
+    func = {"tridiagonal": corpus.tridiagonal, "hdiff": corpus.hdiff,
+            "tridiagonal_temporaries": definitions.tridiagonal_temporaries,
+            "prefix_mean": prefix_mean, "read_after_write": read_after_write,
+            "triple_laplacian": triple_laplacian}[which]
+    rng = np.random.default_rng(7)
+    names = [f.name for f in sk.stencil(func, backend="numpy").definition.parameter_fields]
+    shape = (10, 11, 12)
+    data = {n: rng.random(shape) + 2.0 for n in names}  # diagonally dominant enough
+    results = []
+    for b in ("numpy", backend):
+        fields = {n: v.copy() for n, v in data.items()}
+        if storage:  # the layout of sk.empty(..., backend="cuda"): K outermost, J unit
+            fields = {n: np.ascontiguousarray(v.transpose(2, 0, 1)).transpose(1, 2, 0)
+                      for n, v in fields.items()}
+        sk.stencil(func, backend=b)(**fields, origin=(3, 3, 0), domain=(4, 5, 12))
+        results.append(fields)
+    for n in names:
+        np.testing.assert_array_equal(results[1][n], results[0][n], err_msg=n)
+
+
+def test_computations_get_a_64_bit_variant_for_large_arrays():
+    """The own plan indexes in 32 bits and its grids cover the domain (no grid-stride
+    loops); the variant a call with arrays past 2**30 elements or a grid's extent gets
+    (``runtime.cuda_variants``) indexes in 64 bits with grid-stride loops."""
+    from .golden.corpus import hdiff
+
+    st = sk.stencil(hdiff)
+    entry = st._build(cuda_registry.BACKEND, None)[1].entry
+    wide, source = entry.variants.build(Variant(2, frozenset(), False, False))
+    assert {p.dtype for p in entry.plan.kernel.params if not p.pointer} == {np.dtype(np.int32)}
+    assert "int32_t in_field_stride_0_" not in source
+    assert "int64_t in_field_stride_0_" in source
+    assert {d.counter.dtype for lc in wide.launches() for d in lc.dims} == {I}
+    assert entry.plan.covering and not wide.covering
+    assert "+= (int64_t)gridDim" in source
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+@pytest.mark.parametrize("limit", ["narrow", "covering"])
+def test_computation_variants_on_the_emulator(monkeypatch, limit):
+    """A computation's 64-bit variant (the limit lowered: arrays past 2**30 elements do not
+    fit the emulator) and its grid-stride one (grids of 2 x 2 blocks, each thread visiting
+    several columns or points) give numpy's results, bit for bit."""
+    from stencilkit.runtime import cuda as rt
+    from stencilkit.runtime import cuda_variants
+    from stencilkit_apps import definitions
+
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    monkeypatch.setattr(cuda_variants, "NARROW_LIMIT" if limit == "narrow" else
+                        "COVERING_LIMIT", 0)
+    if limit == "covering":
+        monkeypatch.setattr(rt, "GRID_LIMITS", (2, 2, 1))
+    rng = np.random.default_rng(11)
+    for func in (definitions.hdiff, definitions.tridiagonal_temporaries):
+        names = [f.name for f in sk.stencil(func, backend="numpy").definition.parameter_fields]
+        data = {n: rng.random((10, 11, 12)) + 2.0 for n in names}
+        results = []
+        for b in ("numpy", "cuda"):
+            fields = {n: v.copy() for n, v in data.items()}
+            st = sk.stencil(func, backend=b)
+            st(**fields, origin=(2, 2, 0), domain=(6, 7, 12))
+            results.append(fields)
+        for n in names:
+            np.testing.assert_array_equal(results[1][n], results[0][n], err_msg=n)
+        (_, call), = st._builds.values()
+        ran = list(call.entry._variants.values())
+        assert ran
+        for v in ran:
+            if limit == "narrow":
+                assert "int64_t ni" in v.source and v.plan.covering
+            else:
+                assert "int32_t ni" in v.source and not v.plan.covering
 
 
 def _walk(s):

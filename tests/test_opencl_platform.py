@@ -13,8 +13,8 @@ from stencilkit.analysis.typing import ArgType
 from stencilkit.codegen import opencl as printer
 from stencilkit.compile.point import analyse
 from stencilkit.ir import kernel as k
+from stencilkit.passes.lower_computation_gpu import GpuComputationLowering
 from stencilkit.passes.lower_point import Layout
-from stencilkit.passes.opencl_computation import OpenCLComputationLowering
 from stencilkit.passes.platforms import opencl as platform
 from stencilkit.registry.shared_stages import lower
 
@@ -84,7 +84,7 @@ def _computation_plan(func) -> platform.LaunchPlan:
     plan = st.plans[True]  # the plan of backends that inline temporaries
     layout = {f.name: len(f.axes) - 1 for f in plan.definition.fields}
     layout.update({t: 2 for t, _ in plan.definition.temporaries})
-    kf = OpenCLComputationLowering(plan.definition, plan.schedule, layout, st.source).lower_all()
+    kf = GpuComputationLowering(plan.definition, plan.schedule, layout, st.source).lower_all()
     return platform.plan(kf)
 
 

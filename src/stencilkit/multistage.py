@@ -252,7 +252,7 @@ class ComputationStencil:
             geo = self._geometry(fields, origin, domain, True, plan)
             if geo_key is not None:
                 self._geo_cache[geo_key] = geo
-        temps = self._temporaries(geo, plan, chosen)
+        temps = self._temporaries(geo, plan, chosen, fields)
         if geo.plane_shapes:
             values, fields = self._planes(geo, chosen, values, fields, device)
         _, run = self._build(chosen, fields)
@@ -306,17 +306,33 @@ class ComputationStencil:
         shapes = {f.name: np.shape(fields[f.name]) for f in self._parameter_fields}
         return geo_analysis.resolve(self.geometry_rules(plan), shapes, origin, domain, validate)
 
-    def _temporaries(self, geo: Geometry, plan: Plan, backend: registry.Backend
-                     ) -> dict[str, np.ndarray]:
+    def _temporaries(self, geo: Geometry, plan: Plan, backend: registry.Backend,
+                     fields: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         """Zeroed temporaries of the geometry, kept between calls; a GPU backend's on its
-        device (CuPy arrays), so that no call copies them there and back."""
+        device (CuPy arrays), so that no call copies them there and back, with the unit
+        stride on the axis of the fields' (passes.lower_computation_gpu.
+        temporaries_unit_axis: a warp's accesses coalesce on the storages too)."""
         gpu = backend.capabilities.device == "gpu"  # type: ignore[union-attr]
-        key = (id(plan), gpu, tuple(sorted(geo.temp_shapes.items())))
+        unit = 2
+        if gpu and fields is not None:
+            from .passes.lower_computation import layout_of
+            from .passes.lower_computation_gpu import temporaries_unit_axis
+
+            unit = temporaries_unit_axis(plan.definition, layout_of(fields, plan.definition))
+        key = (id(plan), gpu, unit, tuple(sorted(geo.temp_shapes.items())))
         cached = getattr(self._local, "temps", None)
         if cached is not None and cached[0] == key:
             return cached[1]
         xp = storage.array_module(backend) if gpu else np
-        temps = {t: xp.zeros(geo.temp_shapes[t], dt) for t, dt in plan.definition.temporaries}
+
+        def zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
+            if len(shape) != 3 or unit == 2:
+                return xp.zeros(shape, dtype)
+            order = [a for a in (2, 0, 1) if a != unit] + [unit]  # K outermost, unit last
+            return xp.zeros([shape[a] for a in order], dtype).transpose(
+                [order.index(a) for a in range(3)])
+
+        temps = {t: zeros(geo.temp_shapes[t], dt) for t, dt in plan.definition.temporaries}
         self._local.temps = (key, temps)  # keep only the latest geometry's buffers
         return temps
 

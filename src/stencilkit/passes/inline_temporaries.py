@@ -15,6 +15,12 @@ then it is computed right after the definition, where the inputs still hold the 
 definition saw. Either place gives the definition's value, because each statement acts on
 the whole plane before the next; the later one merely keeps fewer values live.
 
+Recomputation is bounded (``RECOMPUTE_BUDGET``): a temporary whose definition, computed at
+each offset its readers need, would cost more than the budget of extra operations per point
+stays a temporary array (written once, read at its offsets: a memory round trip and a stage
+of its own), and the interval is inlined again without it. Chains multiply the offsets (a
+smoother of a smoother of a smoother), so without a bound the work grows geometrically.
+
 An ``if`` (not a horizontal region) whose branches only assign floating-point temporaries
 is first rewritten as selections (``if@n = cond; t = if@n ? value : t``, each temporary's
 old value defined earlier in the body), so that ``flx = res; if res * grad > 0: flx = 0.0`` fuses like
@@ -25,6 +31,7 @@ the branch not taken cannot trap (floating point only, no integer division).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 
 import numpy as np
 
@@ -35,6 +42,26 @@ from ..ir import definition as d
 from ..ir.core import Location, rewrite, walk
 
 Offset = tuple[int, int, int]
+
+#: The extra operations per point (arithmetic and loads, which hit the cache after the
+#: first) that recomputing one temporary at its readers' offsets may cost instead of a
+#: round trip through memory. A float64 temporary stored and reloaded moves 16 bytes per
+#: point: about 300 float64 operations of a GPU's time at its bandwidth (an H100: 67
+#: TFLOP/s over 3.35 TB/s), some 50 of a CPU core's; the bound stays below both. hdiff's
+#: Laplacian, 10 operations at 5 offsets, costs 40.
+RECOMPUTE_BUDGET = 48
+
+
+def operations(e: d.Expr, registers: Collection[str]) -> int:
+    """Arithmetic operations and loads of ``e``; reads of ``registers`` (values the
+    inliner computes once per offset) cost nothing."""
+    count = 0
+    for n in walk(e):
+        if isinstance(n, (d.BinOp, d.UnaryOp, d.Compare, d.BoolOp, d.IfExp, d.Call)):
+            count += 1
+        elif isinstance(n, d.Access) and n.field not in registers:
+            count += 1
+    return count
 
 
 def _zero(name: str, e: d.Access, dtype) -> d.Access:
@@ -132,6 +159,36 @@ def _inline_interval(body: tuple[d.Assign, ...], temps: dict[str, np.dtype],
     return None
 
 
+def over_budget(inliner: _IntervalInliner) -> set[str]:
+    """The temporaries whose shifted values cost more than ``RECOMPUTE_BUDGET`` extra
+    operations per point: each definition computed at n offsets costs n - 1 times its
+    own operations more than computing it once."""
+    places: dict[tuple[str, int], int] = {}
+    for t, ver, _ in inliner.made:
+        places[(t, ver)] = places.get((t, ver), 0) + 1
+    cost: dict[str, int] = {}
+    for (t, ver), n in places.items():
+        expr = inliner.definitions[(t, ver)][0]
+        cost[t] = cost.get(t, 0) + (n - 1) * operations(expr, inliner.temps)
+    return {t for t, c in cost.items() if c > RECOMPUTE_BUDGET and not t.startswith("if@")}
+
+
+def _budgeted(body: tuple[d.Assign, ...], temps: dict[str, np.dtype],
+              keep: set[str]) -> _IntervalInliner | None:
+    """``_inline_interval`` with the temporaries over budget kept as arrays: dropping one
+    lowers the offsets of those it reads, so repeat until every one left is within it."""
+    materialized: set[str] = set()
+    while True:
+        inlined = {t: dt for t, dt in temps.items() if t not in materialized}
+        inliner = _inline_interval(body, inlined, keep)
+        if inliner is None:
+            return None
+        over = over_budget(inliner)
+        if not over:
+            return inliner
+        materialized |= over
+
+
 def _access(name: str, dtype, loc) -> d.Access:
     zero = d.Const(0, dtype=dtypes.INT64)
     return d.Access(name, (zero, zero, zero), dtype=dtype, loc=loc)
@@ -208,7 +265,7 @@ def inline_temporaries(defn: c.ComputationDef) -> c.ComputationDef:
                 intervals.append(iv)
                 continue
             keep = {t for t, where in readers.items() if where - {(b_i, iv_i)}}
-            inliner = _inline_interval(body, {**temps, **guards}, keep)  # type: ignore[arg-type]
+            inliner = _budgeted(body, {**temps, **guards}, keep)  # type: ignore[arg-type]
             if inliner is None:
                 intervals.append(iv)
                 continue

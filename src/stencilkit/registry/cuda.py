@@ -102,11 +102,38 @@ def plan_point(req: PointRequest, work: Work) -> Work:
     return shared_stages.plan_point_variants(req, work, CUDA_PLATFORM, narrow=True)
 
 
-def plan_kernel(req: Request, work: Work) -> Work:
+def covering_field(req: ComputationRequest, work: Work) -> str | None:
+    """The first 3-D field the computation writes: a call's variant is chosen on its
+    geometry. Its extents bound every grid dimension (the domain lies inside it; stage
+    extents add a halo), so where they fit a grid (``runtime.cuda_variants``) the grids
+    cover the dimensions with a block of at least 2 on y and z: twice the limit checked."""
+    lowering = work.facts["lowering"]
+    written = {n for ms in req.sched.multistages for n in ms.written}
+    return next((b for b in lowering.buffers if b in written and lowering.axes[b] == "IJK"
+                 and b not in dict(req.defn.temporaries)), None)
+
+
+def plan_computation(req: ComputationRequest, work: Work) -> Work:
+    """The computation's plan with 32-bit indices (origins, domain, strides, counters) and
+    grids that cover the dimensions (a thread per point or column, no grid-stride loops);
+    the entry plans the 64-bit or grid-stride variant for a call whose arrays need it
+    (``runtime.cuda_variants``) with ``facts["variants"]``. The lowering already put each
+    field's unit-stride loop innermost (grid x) and that stride as the constant 1, so the
+    variants differ in index width and grid loops only."""
     from ..ir.verify import checked_plan
     from ..passes.platforms.cuda import CUDA_PLATFORM
+    from ..passes.platforms.cuda_layout import Variant, specialize
 
-    return work.but(plan=checked_plan(CUDA_PLATFORM.plan(work.kernels[0])))
+    (kf,) = work.kernels
+    can_cover = covering_field(req, work) is not None
+
+    def plan(variant: Variant):
+        covering = variant.covering and can_cover
+        wanted = Variant(2, frozenset(), variant.narrow, covering)
+        return checked_plan(CUDA_PLATFORM.plan(specialize(kf, wanted), covering=covering))
+
+    own = Variant(2, frozenset(), True, can_cover)
+    return work.but(plan=plan(own), facts={"variants": (own, plan)})
 
 
 def plan_parloop(req: ParLoopRequest, work: Work) -> Work:
@@ -153,17 +180,29 @@ def point_entry(req: PointRequest, work: Work) -> Work:
 
 
 def computation_entry(req: ComputationRequest, work: Work) -> Work:
+    """The entry; a call whose arrays do not fit 32-bit indices gets the 64-bit variant,
+    planned and printed on its first such call (``plan_computation``)."""
+    from ..codegen.cuda import plan_source
     from ..passes.lower_computation import AXES, domain_key, origin_key
-    from ..runtime.cuda import CudaEntry
+    from ..runtime.cuda import CudaEntry, Variants
 
     lowering, defn = work.facts["lowering"], req.defn
     buffers = tuple(lowering.buffers)
     names = [*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
              *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES)]
-    read_only = {f.name for f in defn.fields} - {n for ms in req.sched.multistages
-                                                 for n in ms.written}
+    written = {n for ms in req.sched.multistages for n in ms.written}
+    read_only = {f.name for f in defn.fields} - written
+    own, plan = work.facts["variants"]
+
+    def build(variant):
+        planned = plan(variant)
+        return planned, plan_source(planned)
+
+    # the variant is chosen on the written field's geometry (with every array's sizes)
+    out = covering_field(req, work) or next(b for b in buffers if b in written)
     return work.but(entry=CudaEntry(work.plan, work.source, names,
-                                    frozenset(buffers) - read_only, defn.name))
+                                    frozenset(buffers) - read_only, defn.name,
+                                    variants=Variants(own, build, out)))
 
 
 def parloop_entry(req: ParLoopRequest, work: Work) -> Work:
@@ -212,7 +251,8 @@ BACKEND = Backend(
                              toolchain=_ref("point_entry")),
             computation=KindStages(lower=_ref("lower_computation"),
                                    transforms=(_SIMPLIFY, _COMPLEX),
-                                   platform=_ref("plan_kernel"), print=_ref("print_plan"),
+                                   platform=_ref("plan_computation"),
+                                   print=_ref("print_plan"),
                                    toolchain=_ref("computation_entry"),
                                    launcher="stencilkit.registry.shared_stages:launch_computation",
                                    layout_key="stencilkit.registry.shared_stages:computation_layout"),

@@ -1,7 +1,7 @@
 """The "opencl" backend: OpenCL C via PyOpenCL (any OpenCL device, e.g. PoCL on the CPU).
 
-Every kind is lowered to kernel IR (computations with the OpenCL loop structure of
-``passes.opencl_computation``), split into launches by the OpenCL platform
+Every kind is lowered to kernel IR (computations by the GPU lowering of
+``passes.lower_computation_gpu``, as for "cuda"), split into launches by the OpenCL platform
 (``passes.platforms.opencl``: parallel loop nests -> NDRanges, host loops), printed by the
 C-family printer's OpenCL hooks and built by PyOpenCL per device (``runtime.opencl``).
 NumPy arrays are copied to the device and back; point kernels also take pyopencl arrays in
@@ -113,16 +113,16 @@ def point_program(req: PointRequest, work: Work) -> Work:
 
 
 def lower_computation(req: ComputationRequest, work: Work) -> Work:
-    """The OpenCL loop structure (``passes.opencl_computation``); every field's last axis
-    is its unit-stride one (fields reach the device as C-contiguous copies)."""
-    from ..passes.opencl_computation import OpenCLComputationLowering
+    """The GPU loop structure (``passes.lower_computation_gpu``, CUDA's); every field's
+    last axis is its unit-stride one (fields reach the device as C-contiguous copies)."""
+    from ..passes.lower_computation_gpu import GpuComputationLowering
 
     defn = req.defn
     require_dtypes(defn.name, [f.dtype for f in defn.fields] + [t for _, t in defn.temporaries]
                    + [s.dtype for s in defn.scalars])
     layout = {f.name: len(f.axes) + len(f.data_dims) - 1 for f in defn.fields}
     layout.update({t: 2 for t, _ in defn.temporaries})
-    lowering = OpenCLComputationLowering(defn, req.sched, layout, req.src)
+    lowering = GpuComputationLowering(defn, req.sched, layout, req.src)
     return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
 
 

@@ -135,11 +135,14 @@ template <class T> SK_DEVICE T sk_warp_max(T v) {
 SK_DEVICE int64_t sk_max_int64(int64_t a, int64_t b) { return (b > a) ? b : a; }
 
 /* computation 'hdiff': 1 launch(es) */
-extern "C" __global__ void sk_hdiff_computation_1(double *__restrict__ in_field_, int64_t in_field_stride_0_, int64_t in_field_stride_1_, double *__restrict__ out_field_, int64_t out_field_stride_0_, int64_t out_field_stride_1_, double *__restrict__ coeff_, int64_t coeff_stride_0_, int64_t coeff_stride_1_, int64_t in_field_origin_I_, int64_t in_field_origin_J_, int64_t in_field_origin_K_, int64_t out_field_origin_I_, int64_t out_field_origin_J_, int64_t out_field_origin_K_, int64_t coeff_origin_I_, int64_t coeff_origin_J_, int64_t coeff_origin_K_, int64_t ni, int64_t nj, int64_t nk, int *__restrict__ sk_status)
+extern "C" __global__ void sk_hdiff_computation_1(double *__restrict__ in_field_, int32_t in_field_stride_0_, int32_t in_field_stride_1_, double *__restrict__ out_field_, int32_t out_field_stride_0_, int32_t out_field_stride_1_, double *__restrict__ coeff_, int32_t coeff_stride_0_, int32_t coeff_stride_1_, int32_t in_field_origin_I_, int32_t in_field_origin_J_, int32_t in_field_origin_K_, int32_t out_field_origin_I_, int32_t out_field_origin_J_, int32_t out_field_origin_K_, int32_t coeff_origin_I_, int32_t coeff_origin_J_, int32_t coeff_origin_K_, int32_t ni, int32_t nj, int32_t nk, int *__restrict__ sk_status)
 {
-    for (int64_t i = ((int64_t)blockIdx.z * blockDim.z + threadIdx.z); i < ni; i += (int64_t)gridDim.z * blockDim.z) {
-        for (int64_t j = ((int64_t)blockIdx.y * blockDim.y + threadIdx.y); j < nj; j += (int64_t)gridDim.y * blockDim.y) {
-            for (int64_t k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); k < sk_max_int64(0, nk); k += (int64_t)gridDim.x * blockDim.x) {
+    int32_t i = ((int32_t)(blockIdx.z * blockDim.z + threadIdx.z));
+    if (i < ni) {
+        int32_t j = ((int32_t)(blockIdx.y * blockDim.y + threadIdx.y));
+        if (j < nj) {
+            int32_t k = ((int32_t)(blockIdx.x * blockDim.x + threadIdx.x));
+            if (k < sk_max_int64(0, nk)) {
                 /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
                 double lap_0_1_0_0_ = 4.0 * in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] - (in_field_[(in_field_origin_I_ + i + 2) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j + 1) * in_field_stride_1_ + in_field_origin_K_ + k] + in_field_[(in_field_origin_I_ + i + 1) * in_field_stride_0_ + (in_field_origin_J_ + j - 1) * in_field_stride_1_ + in_field_origin_K_ + k]);
                 /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */

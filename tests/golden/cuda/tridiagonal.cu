@@ -136,25 +136,33 @@ SK_DEVICE int64_t sk_max_int64(int64_t a, int64_t b) { return (b > a) ? b : a; }
 SK_DEVICE int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : a; }
 
 /* computation 'tridiagonal': 1 launch(es) */
-extern "C" __global__ void sk_tridiagonal_computation_1(double *__restrict__ a_, int64_t a_stride_0_, int64_t a_stride_1_, double *__restrict__ b_, int64_t b_stride_0_, int64_t b_stride_1_, double *__restrict__ c_, int64_t c_stride_0_, int64_t c_stride_1_, double *__restrict__ d_, int64_t d_stride_0_, int64_t d_stride_1_, int64_t a_origin_I_, int64_t a_origin_J_, int64_t a_origin_K_, int64_t b_origin_I_, int64_t b_origin_J_, int64_t b_origin_K_, int64_t c_origin_I_, int64_t c_origin_J_, int64_t c_origin_K_, int64_t d_origin_I_, int64_t d_origin_J_, int64_t d_origin_K_, int64_t ni, int64_t nj, int64_t nk, int *__restrict__ sk_status)
+extern "C" __global__ void sk_tridiagonal_computation_1(double *__restrict__ a_, int32_t a_stride_0_, int32_t a_stride_1_, double *__restrict__ b_, int32_t b_stride_0_, int32_t b_stride_1_, double *__restrict__ c_, int32_t c_stride_0_, int32_t c_stride_1_, double *__restrict__ d_, int32_t d_stride_0_, int32_t d_stride_1_, int32_t a_origin_I_, int32_t a_origin_J_, int32_t a_origin_K_, int32_t b_origin_I_, int32_t b_origin_J_, int32_t b_origin_K_, int32_t c_origin_I_, int32_t c_origin_J_, int32_t c_origin_K_, int32_t d_origin_I_, int32_t d_origin_J_, int32_t d_origin_K_, int32_t ni, int32_t nj, int32_t nk, int *__restrict__ sk_status)
 {
-    for (int64_t i = ((int64_t)blockIdx.y * blockDim.y + threadIdx.y); i < ni; i += (int64_t)gridDim.y * blockDim.y) {
-        for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); j < nj; j += (int64_t)gridDim.x * blockDim.x) {
-            for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
+    int32_t i = ((int32_t)(blockIdx.y * blockDim.y + threadIdx.y));
+    if (i < ni) {
+        int32_t j = ((int32_t)(blockIdx.x * blockDim.x + threadIdx.x));
+        if (j < nj) {
+            double c_carried;
+            double d_carried;
+            for (int32_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
                 /* corpus.py:47  c = c / b */
-                c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] /= b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k];
+                c_carried = c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] / b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k];
+                c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] = c_carried;
                 /* corpus.py:48  d = d / b */
-                d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] /= b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k];
+                d_carried = d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] / b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k];
+                d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried;
             }
-            for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
+            for (int32_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
                 /* corpus.py:50  m = 1.0 / (b - a * c[0, 0, -1]) */
-                double m_ = 1.0 / (b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k] - a_[(a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_ + k] * c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k - 1]);
+                double m_ = 1.0 / (b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k] - a_[(a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_ + k] * c_carried);
                 /* corpus.py:51  c = c * m */
-                c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] *= m_;
+                c_carried = c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] * m_;
+                c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] = c_carried;
                 /* corpus.py:52  d = (d - a * d[0, 0, -1]) * m */
-                d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = (d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] - a_[(a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_ + k] * d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k - 1]) * m_;
+                d_carried = (d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] - a_[(a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_ + k] * d_carried) * m_;
+                d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried;
             }
-            for (int64_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
+            for (int32_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
                 /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
                 d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] -= c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] * d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k + 1];
             }

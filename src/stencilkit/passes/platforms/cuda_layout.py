@@ -5,7 +5,8 @@ the layout and the sizes of the arrays of a call (``Variant``, chosen per call b
 - the strides that are one element on the output's unit-stride axis become the constant 1
   (no multiply, and the loads of neighbouring threads are visibly consecutive);
 - where every array's extents and strides fit (``runtime.cuda_variants.fits_32_bits``), the
-  shape and stride parameters and the loop counters over extents are 32-bit: an index is
+  shape and stride parameters (a computation's origins and domain too) and the loop
+  counters over extents are 32-bit: an index is
   then 32-bit arithmetic, sign-extended once per access, instead of 64-bit multiplies in
   every load (the registers of a thread nearly halve: docs/performance-gpu.md).
 
@@ -41,7 +42,8 @@ def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:
         if stride is not None and stride.dim == variant.unit_axis \
                 and stride.buffer in variant.unit_buffers:
             constant[p.name] = one
-        elif variant.narrow and (stride is not None or p.has(k.ShapeOf)) and p.dtype == k.INDEX:
+        elif variant.narrow and (stride is not None or p.has(k.ShapeOf) or _extent(p)) \
+                and p.dtype == k.INDEX:
             retyped[p.name] = dataclasses.replace(p, dtype=INDEX32)
 
     def symbol(s: k.Symbol) -> k.Symbol:
@@ -75,6 +77,13 @@ def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:
     params = tuple(symbol(p) for p in kf.params)
     return dataclasses.replace(kf, params=params, body=body,
                                buffers=tuple(buffer(b) for b in kf.buffers))
+
+
+def _extent(p: k.Symbol) -> bool:
+    """A computation's origin or domain extent: below the extents of its fields, so 32-bit
+    where they are (``fits_32_bits`` looks at every field and temporary of the call)."""
+    arg = p.get(k.ScalarArgument)
+    return arg is not None and isinstance(arg.key, (k.OriginOf, k.DomainExtent))
 
 
 def _internal(c: k.Symbol) -> bool:
