@@ -25,8 +25,8 @@ import numpy as np
 
 from ..arrays import is_device  # re-exported: the device adapter's test of a value
 
-__all__ = ["Adapter", "for_call", "for_value", "is_device", "numba_type", "reduce", "register",
-           "register_lazy", "unregister"]
+__all__ = ["Adapter", "for_call", "for_value", "is_device", "numba_type", "reduce",
+           "register", "register_lazy", "unregister"]
 
 
 class Adapter:
@@ -65,6 +65,16 @@ class Adapter:
         """A copy of ``host`` on this adapter's device for ``backend``: (what the kernel
         runs on, its writable host stand-in for the checks)."""
         raise _unsupported(self, None, "arrays the stencil allocates")
+
+    def host_view(self, value: object, writable: bool = False) -> np.ndarray:
+        """A NumPy stand-in with ``value``'s dtype, shape and strides (its memory never
+        read): what checks of a value that lives elsewhere read (ParLoop's Dat checks)."""
+        raise _unsupported(self, None, "host checks")
+
+    def byte_span(self, value: object) -> tuple[int, int] | None:
+        """The addresses [first, last) ``value``'s memory spans on its device (None when
+        empty): what the overlap checks of written arguments compare."""
+        raise _unsupported(self, None, "overlap checks")
 
     def reduce(self, obj: object) -> tuple | None:
         """``obj.__reduce__()`` for a stencil object this adapter pickles, or None."""
