@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from ..arrays import is_device  # re-exported: the device adapter's test of a value
+from ..errors import StencilError
 
-__all__ = ["Adapter", "for_call", "for_value", "is_device", "numba_type", "reduce",
+__all__ = ["Adapter", "for_call", "for_value", "host_view", "is_device", "numba_type", "reduce",
            "register", "register_lazy", "unregister"]
 
 
@@ -101,6 +102,7 @@ _LAZY: dict[str, str] = {
     "stencilkit.distributed": "stencilkit.adapters.mpi",
     "dask": "stencilkit.adapters.dask_xarray",
     "xarray": "stencilkit.adapters.dask_xarray",
+    "pyopencl": "stencilkit.adapters.opencl_arrays",
 }
 # structural: types that expose device memory whatever library defines them
 _LAZY_STRUCTURAL: list[tuple[Callable[[type], bool], str]] = []
@@ -187,6 +189,18 @@ def for_call(*groups: Iterable[object]) -> Adapter | None:
                         best = adapter
                     break
     return best
+
+
+def host_view(value: object) -> object:
+    """``value``, or the host stand-in its adapter gives for it (a device array's dtype,
+    shape and strides as a NumPy view): what renders a kernel for such an argument."""
+    adapter = for_value(value)
+    if adapter is None:
+        return value
+    try:
+        return adapter.host_view(value)
+    except StencilError:  # an adapter without stand-ins: the caller refuses the value
+        return value
 
 
 def _load(path: str) -> None:
