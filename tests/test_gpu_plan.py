@@ -21,6 +21,7 @@ from stencilkit.gtscript import PARALLEL, Field, computation, interval
 from stencilkit.ir import kernel as k
 from stencilkit.ir.host_eval import evaluate, extents, host_computable, host_launches
 from stencilkit.ir.plan import Dim, HostLoop, Launch, LaunchPlan, expr_text, plan_text
+from stencilkit.passes.hoist_rows import Placement, hoist_row_bases
 from stencilkit.passes.lower_point import OUT, Layout
 from stencilkit.passes.opencl_computation import OpenCLComputationLowering
 from stencilkit.passes.parallel_nests import mark_parallel_nests
@@ -80,7 +81,8 @@ def computation_plans(func) -> tuple[LaunchPlan, LaunchPlan]:
     layout.update({t: 2 for t, _ in scheduled.definition.temporaries})
     kf = OpenCLComputationLowering(scheduled.definition, scheduled.schedule, layout,
                                    st.source).lower_all()
-    return cuda, OPENCL_PLATFORM.plan(simplify(kf))  # as the backends' stages do
+    return cuda, OPENCL_PLATFORM.plan(  # as the backends' stages do
+        hoist_row_bases(simplify(kf), Placement.THREAD))
 
 
 def parloop_plans() -> tuple[LaunchPlan, LaunchPlan]:
@@ -145,7 +147,7 @@ plan sk_column_sum_computation
       total_stride_1_:int64, u_origin_I_:int64, u_origin_J_:int64, u_origin_K_:int64,
       total_origin_I_:int64, total_origin_J_:int64, total_origin_K_:int64, ni:int64,
       nj:int64, nk:int64
-    body: 2 statement(s)
+    body: 4 statement(s)
 """
 
 PARALLEL_TWO_STAGES = """\
@@ -158,7 +160,7 @@ plan sk_two_stages_computation
     scalars: u_stride_0_:int64, u_stride_1_:int64, out_stride_0_:int64, out_stride_1_:int64,
       u_origin_I_:int64, u_origin_J_:int64, u_origin_K_:int64, out_origin_I_:int64,
       out_origin_J_:int64, out_origin_K_:int64, ni:int64, nj:int64, nk:int64
-    body: 3 statement(s)
+    body: 4 statement(s)
 """
 
 PARLOOP_INC_CUDA = """\
@@ -232,7 +234,7 @@ plan sk_planes_computation
     scalars: a_stride_0_:int64, a_stride_1_:int64, q_stride_0_:int64, q_stride_1_:int64,
       a_origin_I_:int64, a_origin_J_:int64, a_origin_K_:int64, q_origin_I_:int64,
       q_origin_J_:int64, q_origin_K_:int64, ni:int64, nj:int64, nk:int64
-    body: 1 statement(s)
+    body: 2 statement(s)
   host loop k in [0, max(0, min(nk, nk - 1))) step 1:
     launch sk_planes_computation_2: 2-D grid
       x: j in [0, nj)
@@ -241,7 +243,7 @@ plan sk_planes_computation
       scalars: a_stride_0_:int64, a_stride_1_:int64, t_stride_0_:int64, t_stride_1_:int64,
         a_origin_I_:int64, a_origin_J_:int64, a_origin_K_:int64, t_origin_I_:int64,
         t_origin_J_:int64, t_origin_K_:int64, ni:int64, nj:int64, k:int64
-      body: 1 statement(s)
+      body: 2 statement(s)
     launch sk_planes_computation_3: 2-D grid
       x: j in [0, nj)
       y: i in [0, ni)
@@ -249,7 +251,7 @@ plan sk_planes_computation
       scalars: q_stride_0_:int64, q_stride_1_:int64, t_stride_0_:int64, t_stride_1_:int64,
         q_origin_I_:int64, q_origin_J_:int64, q_origin_K_:int64, t_origin_I_:int64,
         t_origin_J_:int64, t_origin_K_:int64, ni:int64, nj:int64, k:int64
-      body: 1 statement(s)
+      body: 3 statement(s)
 """
 
 GOLDEN = {
