@@ -150,7 +150,7 @@ def test_sibling_loops_share_a_row_base_until_its_inputs_change():
         got = hoist_row_bases(kf)
         verify_kernel(got)
         assert declared(got.body[0].body)[1:] == names
-    # i0, the row's input, assigned between the loops: a second base
+    # t, an input of out[t, i0]'s row base, assigned between the loops: a second base
     outer = k.Loop(I1, ci(0), s(N1), ci(1), (
         k.Declare(T, ci(0)),
         k.Loop(I0, ci(0), s(N0), ci(1), (k.Store(OUT, (s(T), s(I0)), store.value),)),
