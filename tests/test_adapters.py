@@ -202,6 +202,8 @@ def test_the_core_imports_no_adapter():
                     (name, module)
                 assert module in ("", "adapters") or not module.startswith("adapters"), \
                     (name, module)
+                # device arrays of every kind (CuPy, pyopencl) are adapters' too
+                assert module != "runtime.opencl", (name, module)
 
 
 # ---------------------------------------------------------------- geometry

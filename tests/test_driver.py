@@ -90,20 +90,21 @@ def test_the_stages_of_each_backend():
         return tuple(s.name for s in driver.stages(registry.REGISTRY[backend], kind))
 
     tail = ("platform", "print", "key", "toolchain")
-    assert names("c", "point") == ("lower", "simplify", "entry_arguments", *tail)
-    assert names("c", "computation") == ("lower", "collapse_rows", "simplify",
+    assert names("c", "point") == ("lower", "simplify", "hoist_rows", "entry_arguments", *tail)
+    assert names("c", "computation") == ("lower", "collapse_rows", "simplify", "hoist_rows",
                                          "entry_arguments", *tail, "launcher")
-    assert names("c", "parloop") == ("lower", "lower_loop", "simplify", *tail)
+    assert names("c", "parloop") == ("lower", "lower_loop", "simplify", "hoist_rows", *tail)
     assert names("numpy", "point") == ("print", "key", "toolchain")
     assert names("numpy", "computation") == ("print", "key", "toolchain", "launcher")
     assert names("numba", "point") == ("lower", "print", "key", "toolchain")
     assert names("numba", "parloop") == ("lower", "lower_loop", *tail)
     assert names("cuda", "point") == ("lower", "simplify", "complex_functions",
-                                      "mark_parallel", "platform", "print", "toolchain")
+                                      "mark_parallel", "hoist_rows", "platform", "print",
+                                      "toolchain")
     assert names("cuda", "parloop") == ("lower", "lower_loop", "simplify", "complex_functions",
-                                        "platform", "print", "toolchain")
-    assert names("opencl", "computation") == ("lower", "simplify", "platform", "print",
-                                              "toolchain", "launcher")
+                                        "hoist_rows", "platform", "print", "toolchain")
+    assert names("opencl", "computation") == ("lower", "simplify", "hoist_rows", "platform",
+                                              "print", "toolchain", "launcher")
     assert PIPELINES[Kind.PARLOOP][:2] == (Stage.LOWER, Stage.LOWER_LOOP)
 
 
@@ -166,8 +167,9 @@ def test_the_verifier_runs_on_the_kernel_ir_of_every_stage_that_makes_some(monke
     seen, check = _recording()
     with hooks.verifying(check):
         driver.render(_point("cuda"))
-    # lower, simplify, mark_parallel (complex_functions only checks: the same kernel)
-    assert len(seen) == 3 and len({id(kf) for kf in seen}) == 3
+    # lower, simplify, mark_parallel, hoist_rows (complex_functions only checks: the same
+    # kernel)
+    assert len(seen) == 4 and len({id(kf) for kf in seen}) == 4
     seen, check = _recording()
     monkeypatch.delenv("STENCILKIT_VERIFY", raising=False)  # (tests/conftest.py sets it)
     driver.render(_point("c", func=K.blur, shape=(5, 5)))

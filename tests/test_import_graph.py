@@ -38,10 +38,6 @@ STILL_CROSSING = frozenset({
     # frontend -> analysis: np.array([...]) in a point kernel types its elements as the
     # typing pass does (issue 28's window arrays)
     "stencilkit.frontend.local_arrays -> stencilkit.analysis.typing",
-    # api -> adapters: a ParLoop's checks of Dats on device arrays read the device adapter's
-    # host stand-ins and byte spans (not yet in the adapter protocol)
-    "stencilkit.parloop_checks -> stencilkit.integrations",
-    "stencilkit.parloop_checks -> stencilkit.integrations.device",
     # passes -> codegen: OpenCL's platform reads the C-family printer's names
     "stencilkit.passes.platforms.opencl -> stencilkit.codegen.cfamily",
     # runtime -> analysis, codegen: a computation's run-time K error names the reads (the

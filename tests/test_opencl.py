@@ -136,6 +136,28 @@ def test_pyopencl_out_aliasing_an_input_sees_the_old_input():
     np.testing.assert_array_equal(da.get(), expect)
 
 
+def test_pyopencl_arrays_reach_the_stencil_through_their_adapter():
+    """A pyopencl array is an adapter's (``adapters.opencl_arrays``), as a CuPy array is:
+    the point kernel's call path does not know the type, and a stencil of another backend
+    refuses it by name instead of failing in its build."""
+    from stencilkit import adapters
+
+    q = ocl.device().queue
+    a = np.random.default_rng(4).random((9, 8))
+    da = cla.to_device(q, a)
+    found = type(adapters.for_value(da))  # registered lazily, by the type's module
+    assert (found.__module__, found.__name__) == ("stencilkit.adapters.opencl_arrays",
+                                                  "OpenCLArrayAdapter")
+    assert adapters.for_value(a) is None
+    on_c = sk.stencil(blur.func, backend="numpy")
+    with pytest.raises(sk.ArgumentError, match="pyopencl arrays need the 'opencl' backend, "
+                                                "not 'numpy'"):
+        on_c(da)
+    # the device call's specialization is kept apart from the NumPy call's of one signature
+    np.testing.assert_array_equal(blur(da).get(), blur(a))
+    assert "__kernel void" in blur.generate(da)  # rendered for the array's host stand-in
+
+
 def test_strided_numpy_and_pyopencl_arrays():
     base = np.random.default_rng(3).random((40, 30))
     view = base[::2, ::-3]

@@ -229,7 +229,8 @@ def strongly_connected(succ: Mapping[str, Iterable[str]]) -> list[frozenset[str]
 #   a printer or a user object (it works from the IR and, after issue 26, ir/abi.py).
 # - The driver (compile/, registry/) composes all the stages and the runtime; the user API
 #   (stencil, multistage, parloop, loop, storage, gtscript's stencil(), ...) sits on the
-#   driver; adapters (integrations, distributed, the Numba call paths) sit on the API;
+#   driver; adapters (adapters/, the distributed/ library they call, the Numba call
+#   paths) sit on the API;
 #   tools (bench, cli, the demo) on everything. The package's __init__ is the facade: it
 #   re-exports from every layer and nothing inside the package imports it (the tools may:
 #   they are application code, written as users write it).
@@ -244,7 +245,7 @@ BUILD = "build"
 RUNTIME = "runtime"
 DRIVER = "driver"      # compile/, registry/ (the backends' stage tables)
 API = "api"            # the user objects and entry points
-ADAPTERS = "adapters"  # integrations/, distributed/, the Numba call paths
+ADAPTERS = "adapters"  # adapters/ (but the protocol), distributed/, the Numba call paths
 TOOLS = "tools"        # application code: bench, cli, the demo
 FACADE = "facade"      # the package's __init__
 
@@ -269,6 +270,9 @@ LAYER_OF: dict[str, str] = {
     "stencilkit.adapters": API, "stencilkit.adapters.mpi": ADAPTERS,
     "stencilkit.adapters.device": ADAPTERS, "stencilkit.adapters.dask_xarray": ADAPTERS,
     "stencilkit.adapters.pickling": ADAPTERS, "stencilkit.adapters.numba": ADAPTERS,
+    "stencilkit.adapters.dask": ADAPTERS, "stencilkit.adapters.xarray": ADAPTERS,
+    "stencilkit.adapters.mpi_point": ADAPTERS, "stencilkit.adapters.mpi_computation": ADAPTERS,
+    "stencilkit.adapters.opencl_arrays": ADAPTERS,
     "stencilkit.numba_calls": ADAPTERS,
     "stencilkit.numba_computation_calls": ADAPTERS, "stencilkit.numba_hook": ADAPTERS,
     "stencilkit.parloop_checks": API,

@@ -4,6 +4,9 @@ The names of the public contract (docs/site/contract.md, the "contract.md" that 
 by section; the documentation site's "The contract" page), re-exported; no logic lives here.
 """
 
+import copyreg as _copyreg
+
+from . import adapters as _adapters
 from . import gtscript, registry  # noqa: E402
 from ._version import __version__ as __version__
 from .build import cache  # noqa: E402
@@ -77,7 +80,11 @@ from .gtscript import (  # noqa: E402
     tanh,
     trunc,
 )
-from .integrations import pickling as _pickling  # noqa: E402, F401 (registers the helpers' pickling)
+
+# gtscript.function helpers pickle by source through the adapter protocol (the pickling
+# adapter, imported on the first pickling), registered here rather than as
+# GTFunction.__reduce__: the DSL vocabulary is a leaf under the frontend and imports no adapter
+_copyreg.pickle(gtscript.GTFunction, _adapters.reduce)
 from .loop import ParLoop, flush, par_loop  # noqa: E402
 from .parloop import (  # noqa: E402
     INC,

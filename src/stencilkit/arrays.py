@@ -1,6 +1,6 @@
 """What kind of array an argument is, told by its type alone: no array library is imported.
 
-A dask array or an xarray object (:func:`is_foreign`: the integrations take such a call) or a
+A dask array or an xarray object (:func:`is_foreign`: the adapters take such a call) or a
 GPU array (:func:`is_device`). The user objects, the runtime and the adapters all ask; the
 answers import nothing, so this module sits at the bottom with ``dtypes``.
 """

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import adapters
 from .errors import ArgumentError
 from .ir.abi import ArgKind
 from .parloop import READ
@@ -23,8 +24,6 @@ def check_objects(loop: ParLoop, gpu: bool = False) -> None:
     O(arguments), whatever the sizes; Map values and Set sizes cannot change (see
     parloop.Map), so their contents need no check here. Data on a GPU (a Dat built on a
     CuPy array) is checked on its host stand-in, and only a ``gpu`` backend takes it."""
-    from . import integrations
-
     name, n = loop.kernel.name, loop.iterset.size
     for i, (a, spec) in enumerate(zip(loop.args, loop.specs)):
         obj, m = a.obj, a.map
@@ -43,15 +42,13 @@ def check_objects(loop: ParLoop, gpu: bool = False) -> None:
             rows = n if m is None else m.to_set.size
             expected = (rows,) if spec.dim == 1 else (rows, spec.dim)
         data = obj._data
-        if integrations.is_device(data):
+        if adapters.is_device(data):
             if not gpu:
                 raise ArgumentError(f"{what} holds a device array, which needs a GPU "
                                     "backend", stencil=name, loc=loop.loc,
                                     hint="run the loop on a GPU backend (sk.backends() "
                                          "lists them), or build the Dat on host data")
-            from .integrations.device import stand_in
-
-            data = stand_in(data, writable=True)
+            data = adapters.for_value(data).host_view(data, writable=True)  # type: ignore[union-attr]
         if (not isinstance(data, np.ndarray) or obj.dim != spec.dim
                 or data.shape != expected or data.dtype != spec.dtype
                 or not data.flags.c_contiguous):
@@ -83,11 +80,8 @@ def _check_device_overlap(loop: ParLoop) -> None:
     host Dat copies its data: never). The generated code passes each argument through its
     own ``__restrict__`` pointer, read-only ones as ``const`` (non-coherent loads on a GPU):
     a written argument may share memory with no other, as with computations' fields."""
-    from .arrays import is_device
-    from .integrations.device import _bytes
-
-    spans = [(i, a, _bytes(a.obj._data)) for i, a in enumerate(loop.args)
-             if is_device(a.obj._data)]
+    spans = [(i, a, adapters.for_value(a.obj._data).byte_span(a.obj._data))  # type: ignore[union-attr]
+             for i, a in enumerate(loop.args) if adapters.is_device(a.obj._data)]
     for i, a, mine in spans:
         if a.mode is READ or mine is None:
             continue

@@ -41,7 +41,6 @@ from .log import build_event
 from .passes.lower_point import Layout
 from .runtime import hostile
 from .runtime.launch import PointCall, check_shapes
-from .runtime.opencl import is_device_array, unit_last_stride
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend",
                   "fast_math", "dims"}
@@ -54,10 +53,7 @@ _I64_MIN = -(2**63)  # a constant: the call path compares with it per int argume
 
 
 def _array_key(a: np.ndarray) -> tuple:
-    """Must equal the key ``PointStencil.__call__`` computes inline (for NumPy arrays; the
-    key of a device array says so, as its layout reaches the kernel unchanged)."""
-    if is_device_array(a):
-        return (a.dtype, a.ndim, unit_last_stride(a), "device")
+    """Must equal the key ``PointStencil.__call__`` computes inline (for NumPy arrays)."""
     return (a.dtype, a.ndim, a.strides[-1] == a.itemsize)
 
 
@@ -203,7 +199,7 @@ class PointStencil:
     def generate(self, *args: object, backend: str | None = None, out: object = None) -> str:
         """Generated source for ``args`` (default: the arguments of the latest call)."""
         if args:
-            arrays = self._normalize(args)
+            arrays = self._normalize(tuple(adapters.host_view(a) for a in args))
             okey = _array_key(out) if isinstance(out, np.ndarray) else None
             return self._build(arrays, okey, backend, out is not None, generate=True,
                                render=True)
@@ -304,25 +300,24 @@ class PointStencil:
         self._sk_fast = (call.exact, expected, call.has_cval, call.cval, call._after)
 
     def _first_call(self, args: tuple[object, ...], out: object):
-        # MPI-distributed, device, dask and xarray arrays: an adapter runs the call (they
-        # never reach the signature cache, so a call with NumPy arrays never asks)
+        # MPI-distributed, device (CuPy, pyopencl), dask and xarray arrays: an adapter runs
+        # the call (a call with NumPy arrays only never asks)
         adapter = adapters.for_call(args, (out,))
         if adapter is not None:
             return adapter.point_call(self, args, out)
-        if out is not None and not isinstance(out, np.ndarray) and not is_device_array(out):
+        if out is not None and not isinstance(out, np.ndarray):
             raise ArgumentError("'out' must be a NumPy array", stencil=self.__name__,
                                 hint="pass out= as a NumPy array")
         args = self._normalize(args)
         for i, a in enumerate(args):
-            if (isinstance(a, np.ndarray) or is_device_array(a)) and a.ndim == 0:
+            if isinstance(a, np.ndarray) and a.ndim == 0:
                 raise ArgumentError(f"argument {i + 1} is a 0-dimensional array",
                                     stencil=self.__name__,
                                     hint="pass a number for a scalar, or an array with dimensions")
         if out is not None and out.ndim == 0:
             raise ArgumentError("'out' is a 0-dimensional array", stencil=self.__name__,
                                 hint="pass out= with the shape of the first argument")
-        key = tuple(_array_key(a) if type(a) is np.ndarray or is_device_array(a)
-                    else _scalar_key(a) for a in args)
+        key = tuple(_array_key(a) if type(a) is np.ndarray else _scalar_key(a) for a in args)
         okey = None if out is None else _array_key(out)
         call = self._specs.get((key, okey))
         if call is None:
@@ -332,7 +327,7 @@ class PointStencil:
     def _normalize(self, args: tuple[object, ...]) -> tuple[object, ...]:
         out = []
         for i, a in enumerate(args):
-            if type(a) is np.ndarray or isinstance(a, _SCALAR_TYPES) or is_device_array(a):
+            if type(a) is np.ndarray or isinstance(a, _SCALAR_TYPES):
                 out.append(a)
             elif isinstance(a, np.ndarray):  # a subclass (memmap, ...): a plain view, so that
                 out.append(a.view(np.ndarray))  # the signature key sees its dtype and layout
@@ -378,7 +373,7 @@ class PointStencil:
                                 hint=f"call it with {len(kernel.params)} arguments")
         types = []
         for p, a in zip(kernel.params, args):
-            if isinstance(a, np.ndarray) or is_device_array(a):
+            if isinstance(a, np.ndarray):
                 if a.dtype not in dtypes.SUPPORTED:
                     raise ArgumentError(f"argument '{p}' has unsupported dtype {a.dtype}",
                                         stencil=self.__name__, loc=kernel.loc,

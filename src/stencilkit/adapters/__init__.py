@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from ..arrays import is_device  # re-exported: the device adapter's test of a value
+from ..errors import StencilError
 
-__all__ = ["Adapter", "for_call", "for_value", "is_device", "numba_type", "reduce", "register",
-           "register_lazy", "unregister"]
+__all__ = ["Adapter", "for_call", "for_value", "host_view", "is_device", "numba_type", "reduce",
+           "register", "register_lazy", "unregister"]
 
 
 class Adapter:
@@ -66,6 +67,16 @@ class Adapter:
         runs on, its writable host stand-in for the checks)."""
         raise _unsupported(self, None, "arrays the stencil allocates")
 
+    def host_view(self, value: object, writable: bool = False) -> np.ndarray:
+        """A NumPy stand-in with ``value``'s dtype, shape and strides (its memory never
+        read): what checks of a value that lives elsewhere read (ParLoop's Dat checks)."""
+        raise _unsupported(self, None, "host checks")
+
+    def byte_span(self, value: object) -> tuple[int, int] | None:
+        """The addresses [first, last) ``value``'s memory spans on its device (None when
+        empty): what the overlap checks of written arguments compare."""
+        raise _unsupported(self, None, "overlap checks")
+
     def reduce(self, obj: object) -> tuple | None:
         """``obj.__reduce__()`` for a stencil object this adapter pickles, or None."""
         return None
@@ -91,6 +102,7 @@ _LAZY: dict[str, str] = {
     "stencilkit.distributed": "stencilkit.adapters.mpi",
     "dask": "stencilkit.adapters.dask_xarray",
     "xarray": "stencilkit.adapters.dask_xarray",
+    "pyopencl": "stencilkit.adapters.opencl_arrays",
 }
 # structural: types that expose device memory whatever library defines them
 _LAZY_STRUCTURAL: list[tuple[Callable[[type], bool], str]] = []
@@ -177,6 +189,18 @@ def for_call(*groups: Iterable[object]) -> Adapter | None:
                         best = adapter
                     break
     return best
+
+
+def host_view(value: object) -> object:
+    """``value``, or the host stand-in its adapter gives for it (a device array's dtype,
+    shape and strides as a NumPy view): what renders a kernel for such an argument."""
+    adapter = for_value(value)
+    if adapter is None:
+        return value
+    try:
+        return adapter.host_view(value)
+    except StencilError:  # an adapter without stand-ins: the caller refuses the value
+        return value
 
 
 def _load(path: str) -> None:

@@ -1,7 +1,7 @@
 """The dask/xarray adapter: point kernels map over a dask array's chunks with the halo
-they need (``integrations.dask``) and over a DataArray's named dimensions
-(``integrations.xarray``); a computation's field given as a DataArray (or a dask array)
-runs on its data, its dimensions put in the field's axis order by name."""
+they need (``adapters.dask``) and over a DataArray's named dimensions (``adapters.xarray``);
+a computation's field given as a DataArray (or a dask array) runs on its data, its
+dimensions put in the field's axis order by name."""
 
 from __future__ import annotations
 
@@ -18,13 +18,19 @@ class DaskXarrayAdapter(Adapter):
         return cls.__module__.partition(".")[0] in _ROOTS
 
     def point_call(self, st, args: tuple, out: object) -> object:
-        from .. import integrations
+        """A point kernel called with at least one dask array or DataArray (contract.md
+        section 8): labelled arguments first (their data may be dask arrays)."""
+        from . import xarray
 
-        return integrations.point_call(st, args, out)
+        if xarray.has_dataarray(args, out):
+            return xarray.point_call(st, args, out)
+        from . import dask
+
+        return dask.point_call(st, args, out)
 
     def computation_call(self, st, args: tuple, kwargs: dict, origin: object, domain: object,
                          validate_args: bool, exec_info: dict | None) -> None:
-        from ..integrations import xarray
+        from . import xarray
 
         def converted(name: str, axes: str, value: object) -> object:
             if type(value).__module__.partition(".")[0] in _ROOTS:

@@ -1,14 +1,215 @@
-"""The device-array adapter: CuPy (``__cuda_array_interface__``) and CUDA DLPack arrays run
-in place on a GPU backend (``integrations.device``); ParLoop ``Dat``s hold them uncopied."""
+"""The device-array adapter: point kernels and computations called with device arrays (CuPy, anything with
+``__cuda_array_interface__``, or a CUDA ``__dlpack__``): built from host stand-ins, run on
+the arrays in place.
+
+The build steps and the argument checks want NumPy arrays only for their dtype, shape,
+strides and writability, so each device array is stood in for by a NumPy view of one
+element with the same shape and strides (never read). The specialization is cached per
+signature like a NumPy call's; the entry then gets the device arrays themselves. A
+point kernel's ``out`` is allocated by the backend's array module, laid out as its first
+argument. What the stand-ins
+cannot show is checked here on the device pointers: alignment, and overlap of a written
+field with another (refused) or of a point kernel's ``out`` with an input (the input is
+copied first, as on the host). Host and device arrays are not mixed in one call (ArgumentError).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import Adapter, _device_like, is_device, register
+from .. import registry, storage
+from ..arrays import is_device
+from ..errors import ArgumentError
+from . import Adapter, _device_like, register
+
+
+def cuda_view(chosen, value: object) -> object:
+    """``value`` itself if it has ``__cuda_array_interface__``; a DLPack-only device array
+    as a view of the backend's array module (CuPy's ``from_dlpack``: the same memory)."""
+    if hasattr(type(value), "__cuda_array_interface__"):
+        return value
+    return storage.array_module(chosen).from_dlpack(value)
+
+
+def _geometry(value: object) -> tuple[np.dtype, tuple[int, ...], tuple[int, ...], int, bool]:
+    """(dtype, shape, strides in bytes, device address, read-only) of a device array."""
+    cai = value.__cuda_array_interface__  # type: ignore[attr-defined]
+    dtype = np.dtype(cai["typestr"])
+    shape = tuple(int(n) for n in cai["shape"])
+    strides = cai.get("strides")
+    if strides is None:  # C-contiguous
+        strides, step = [], dtype.itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= max(n, 1)
+    address, read_only = cai["data"]
+    return dtype, shape, tuple(int(x) for x in strides), int(address), bool(read_only)
+
+
+def stand_in(value: object, writable: bool = False) -> np.ndarray:
+    """A NumPy view with the dtype, shape and strides of a device array (one element of
+    memory behind it: never read, nor written); ``writable`` as the device array is when
+    asked (the computations' writability check reads it)."""
+    dtype, shape, strides, _, read_only = _geometry(value)
+    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, strides,
+                                           writeable=writable and not read_only)
+
+
+def _bytes(value: object) -> tuple[int, int] | None:
+    """The device addresses [first, last) a device array spans; None when it is empty."""
+    dtype, shape, strides, address, _ = _geometry(value)
+    if 0 in shape:
+        return None
+    lo = address + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = address + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
+    return lo, hi
+
+
+def computation_fields(comp, values: dict[str, object], fields: dict[str, object]
+                       ) -> tuple[dict[str, object], dict[str, np.ndarray]]:
+    """A computation call whose fields include device arrays: (the values with each
+    device field as a CUDA array, the host stand-ins of the fields) after the checks the
+    stand-ins cannot make. The caller checks and builds on the stand-ins and runs on the
+    values."""
+    name, loc = comp.__name__, comp.definition.loc
+    chosen = registry.resolve(comp.backend, name)
+    if chosen.capabilities.device != "gpu":  # type: ignore[union-attr]
+        raise ArgumentError(f"device arrays need a GPU backend, not {chosen.name!r}",
+                            stencil=name, loc=loc,
+                            hint="build the computation with a GPU backend (sk.backends() "
+                                 "lists them), or copy the fields to the host")
+    host = sorted(n for n, a in fields.items() if not is_device(a))
+    if host:
+        on = sorted(set(fields) - set(host))
+        raise ArgumentError(f"field(s) {', '.join(map(repr, host))} are on the host and "
+                            f"{', '.join(map(repr, on))} on the GPU", stencil=name, loc=loc,
+                            hint="pass all fields on one device (cupy.asarray(...) copies a "
+                                 "NumPy array there)")
+    values = dict(values)
+    for n in fields:
+        values[n] = fields[n] = cuda_view(chosen, fields[n])
+    for n, a in fields.items():
+        dtype, _, strides, address, _ = _geometry(a)
+        if address % dtype.itemsize or any(s % dtype.itemsize for s in strides):
+            raise ArgumentError(f"field '{n}' is not aligned to its item size ({dtype}) on "
+                                "the device", stencil=name, loc=loc,
+                                hint=f"pass an aligned copy of '{n}' (cupy.ascontiguousarray)")
+    written = comp._arguments.written_fields
+    spans = {n: _bytes(a) for n, a in fields.items()}
+    for w in written:
+        for other, span in spans.items():
+            mine = spans[w]
+            if other != w and mine and span and mine[0] < span[1] and span[0] < mine[1]:
+                raise ArgumentError(
+                    f"field '{w}' is written and shares memory with field '{other}'",
+                    stencil=name, loc=loc, hint="pass separate arrays (copy one of them)")
+    return values, {n: stand_in(a, writable=True) for n, a in fields.items()}
+
+
+def point_call(st, args: tuple, out: object):
+    """``st(*args, out=out)`` where some argument (or ``out``) lives on a GPU."""
+    from ..runtime.launch import status_error
+    from ..stencil import _array_key, _scalar_key
+
+    chosen = registry.resolve(st.backend, st.__name__)
+    if chosen.capabilities.device != "gpu":  # type: ignore[union-attr]
+        raise ArgumentError(f"device arrays need a GPU backend, not {chosen.name!r}",
+                            stencil=st.__name__,
+                            hint="build the stencil with a GPU backend (sk.backends() lists "
+                                 "them), or copy the arrays to the host")
+    args = tuple(cuda_view(chosen, a) if is_device(a) else a for a in args)
+    if out is not None and is_device(out):
+        out = cuda_view(chosen, out)
+    hosts = tuple(stand_in(a) if is_device(a) else a for a in args)
+    if any(isinstance(a, np.ndarray) and not is_device(a) for a in args) or (
+            out is not None and not is_device(out)):
+        raise ArgumentError("some arrays are on the GPU and some on the host",
+                            stencil=st.__name__, hint="pass all arrays on one device")
+    out_host = None if out is None else stand_in(out)
+    key = ("device", tuple(_array_key(a) if isinstance(a, np.ndarray) else _scalar_key(a)
+                           for a in hosts))
+
+    def specialization(okey: tuple | None):
+        call = st._specs.get((key, okey))
+        if call is None:
+            call = st._build(hosts, okey, None, out is not None)
+            st._specs[(key, okey)] = call
+        return call
+
+    call = specialization(None if out_host is None else _array_key(out_host))
+    from ..runtime.launch import check_shapes
+
+    check_shapes(hosts, out_host, call.relative_positions, st.__name__, call.loc)
+    if out is None:
+        out = _empty_in_layout(storage.array_module(chosen), hosts[0], call.out_dtype)
+        fill = True
+        laid = _array_key(stand_in(out))
+        if not laid[2]:  # its last stride is not one: the kernels built for such an output
+            call = specialization(laid)
+    else:
+        fill = call.has_cval
+        args = _unaliased(args, out)
+    status = call.entry(*args, out, fill, call.cval)
+    if status:
+        raise status_error(status, st.__name__, call.loc)
+    return out
+
+
+def _empty_in_layout(xp, like: np.ndarray, dtype: np.dtype) -> object:
+    """An uninitialized device array of ``like``'s shape whose axes nest in memory as
+    ``like``'s do (NumPy's ``empty_like`` with order "K"): on a storage whose unit stride is
+    J the result's is J too, so that the kernel's threads, which follow the output's
+    unit-stride axis, also read the input along its own."""
+    from ..runtime.cuda import device_layout
+
+    order = device_layout(like)
+    inverse = tuple(int(i) for i in np.argsort(order))
+    return xp.empty(tuple(like.shape[i] for i in order), dtype).transpose(inverse)
+
+
+def _unaliased(args: tuple, out: object) -> tuple:
+    """``args`` with every device array that shares memory with ``out`` copied on the
+    device, as the host path copies it (``runtime.launch.unaliased``): each point then
+    reads the inputs as they were before the call, and no input the kernel reads through a
+    read-only (``const __restrict__``, non-coherently loaded) pointer is written during the
+    launch."""
+    mine = _bytes(out)
+    if mine is None:
+        return args
+    copied = []
+    for a in args:
+        span = _bytes(a) if is_device(a) else None
+        copied.append(a.copy() if span and span[0] < mine[1] and mine[0] < span[1] else a)
+    return tuple(copied)
+
+
+def dat_data(size: int, dim: int, data: object, dtype: np.dtype | None) -> object:
+    """The device array a Dat on the GPU holds: ``data`` itself (no copy: the Dat and the
+    caller share it), once its shape, dtype and layout are what a Dat's must be."""
+    if not hasattr(type(data), "__cuda_array_interface__"):
+        raise ArgumentError("a Dat on the GPU needs an array with __cuda_array_interface__",
+                            hint="view it as a CuPy array first (cupy.from_dlpack(x))")
+    host = stand_in(data)
+    shape = (size,) if dim == 1 else (size, dim)
+    if dtype is not None and host.dtype != dtype:
+        raise ArgumentError(f"Dat data on the GPU is {host.dtype}, not the dtype={dtype} "
+                            "asked for (a device array is not converted)",
+                            hint="convert it on the device first (x.astype(...))")
+    if host.shape != shape or not host.flags.c_contiguous:
+        raise ArgumentError(f"Dat data on the GPU has shape {host.shape}"
+                            f"{'' if host.flags.c_contiguous else ' (not C-contiguous)'}, "
+                            f"expected C-contiguous {shape}",
+                            hint="reshape or copy it on the device (cupy.ascontiguousarray)")
+    from ..dtypes import as_dtype
+
+    as_dtype(host.dtype)
+    return data
 
 
 class DeviceAdapter(Adapter):
+    """CuPy (``__cuda_array_interface__``) and CUDA DLPack arrays run in place on a GPU
+    backend; ParLoop ``Dat``s hold them uncopied."""
+
     name = "device"
     priority = 20
 
@@ -19,30 +220,27 @@ class DeviceAdapter(Adapter):
         return is_device(value)
 
     def point_call(self, st, args: tuple, out: object) -> object:
-        from ..integrations import device
-
-        return device.point_call(st, args, out)
+        return point_call(st, args, out)
 
     def computation_call(self, st, args: tuple, kwargs: dict, origin: object, domain: object,
                          validate_args: bool, exec_info: dict | None) -> None:
-        from ..integrations import device
-
         values, fields, origin = st.bind_call(args, kwargs, origin, exec_info)
-        values, fields = device.computation_fields(st, values, fields)
+        values, fields = computation_fields(st, values, fields)
         return st.run_bound(values, fields, origin, domain, validate_args, exec_info,
                             device=self)
 
     def upload(self, backend, host: np.ndarray) -> tuple[object, np.ndarray]:
-        from .. import storage
-        from ..integrations import device
-
-        value = device.cuda_view(backend, storage.array_module(backend).asarray(host))
-        return value, device.stand_in(value, writable=True)
+        value = cuda_view(backend, storage.array_module(backend).asarray(host))
+        return value, stand_in(value, writable=True)
 
     def dat_data(self, size: int, dim: int, data: object, dtype) -> object:
-        from ..integrations import device
+        return dat_data(size, dim, data, dtype)
 
-        return device.dat_data(size, dim, data, dtype)
+    def host_view(self, value: object, writable: bool = False) -> np.ndarray:
+        return stand_in(value, writable)
+
+    def byte_span(self, value: object) -> tuple[int, int] | None:
+        return _bytes(value)
 
 
 register(DeviceAdapter())

@@ -1,6 +1,7 @@
 """The MPI adapter: calls with a ``DistributedArray`` run on each rank's block after a halo
-exchange (``distributed.point`` for point kernels, ``distributed.computation`` for
-computations)."""
+exchange (``adapters.mpi_point`` for point kernels, ``adapters.mpi_computation`` for
+computations; the decompositions, halo exchange and border fills they call are the library
+layer in ``stencilkit.distributed``)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,15 @@ class MPIAdapter(Adapter):
         return cls is DistributedArray
 
     def point_call(self, st, args: tuple, out: object) -> object:
-        from ..distributed import point
+        from . import mpi_point
 
-        return point.call(st, args, out)
+        return mpi_point.call(st, args, out)
 
     def computation_call(self, st, args: tuple, kwargs: dict, origin: object, domain: object,
                          validate_args: bool, exec_info: dict | None) -> None:
-        from ..distributed import computation
+        from . import mpi_computation
 
-        return computation.call(st, args, kwargs, origin, domain, validate_args, exec_info)
+        return mpi_computation.call(st, args, kwargs, origin, domain, validate_args, exec_info)
 
 
 register(MPIAdapter())

@@ -2,7 +2,7 @@
 
 Computed once per (definition, plan, argument shapes, origin, domain) from the
 :class:`Rules` of a definition, by the one function :func:`resolve`; the call from Python
-(``ComputationStencil``), the MPI split (``distributed.computation``, on the global shapes)
+(``ComputationStencil``), the MPI split (``adapters.mpi_computation``, on the global shapes)
 and the call from jitted code use it. Jitted code cannot call Python, so for the default
 origin and domain (the only ones it takes) the same rules are also given as integer tables
 (:func:`tables`) read by :func:`default_geometry`, plain Python that Numba compiles

@@ -1,30 +1,11 @@
-"""Stencils on other array libraries' objects: dask arrays, xarray DataArrays, device
-arrays (``device.py``); pickling.
-
-The user objects reach these through the adapter protocol (``stencilkit.adapters``), never
-directly: an adapter claims an argument by the module that defined its type, without
-importing dask or xarray. Everything here imports its library lazily, on the first such call.
-"""
+"""The old home of the adapters' implementations, kept for the names tests import: the
+dask adapter module and the device-array test. The code lives in ``stencilkit.adapters``
+(``dask``, ``xarray``, ``device``, ``pickling``) and the user objects reach it through the
+adapter protocol only."""
 
 from __future__ import annotations
 
-from ..arrays import any_foreign, is_device, is_foreign  # noqa: F401  (re-exported)
+from ..adapters import dask
+from ..arrays import is_device
 
-
-def point_call(st, args: tuple, out: object):
-    """A point kernel called with at least one dask array or DataArray (contract.md section 8)."""
-    from . import xarray as xr_support
-
-    if xr_support.has_dataarray(args, out):
-        return xr_support.point_call(st, args, out)
-    from . import dask as dask_support
-
-    return dask_support.point_call(st, args, out)
-
-
-def computation_field(stencil: str, name: str, value: object, axes: str = "IJK") -> object:
-    """A computation's field given as a DataArray (or a dask array): its NumPy data, its
-    dimensions in the field's axis order (``axes``: "IJK", "IJ", "K", ...) by their names."""
-    from . import xarray as xr_support
-
-    return xr_support.field_data(stencil, name, value, axes)
+__all__ = ["dask", "is_device"]

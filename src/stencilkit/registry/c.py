@@ -235,6 +235,7 @@ def _ref(name: str) -> str:
 
 _PLATFORM = "stencilkit.registry.shared_stages:platform_each"
 _SIMPLIFY = ("simplify", "stencilkit.registry.shared_stages:simplify_each")
+_HOIST = ("hoist_rows", "stencilkit.registry.shared_stages:hoist_rows_each")
 _KEY, _TOOLCHAIN = _ref("identity"), _ref("compile_entry")
 
 
@@ -254,18 +255,18 @@ BACKEND = Backend(
         platform="stencilkit.passes.platforms.c:CPlatform",
         stages=Stages(
             point=KindStages(lower=_ref("lower_point"),
-                             transforms=(_SIMPLIFY, ("entry_arguments", _ref("point_entry"))),
+                             transforms=(_SIMPLIFY, _HOIST, ("entry_arguments", _ref("point_entry"))),
                              platform=_PLATFORM, print=_ref("print_kernel"), key=_KEY,
                              toolchain=_TOOLCHAIN),
             computation=KindStages(lower=_ref("lower_computation"),
-                                   transforms=(("collapse_rows", _ref("collapse_rows")), _SIMPLIFY,
+                                   transforms=(("collapse_rows", _ref("collapse_rows")), _SIMPLIFY, _HOIST,
                                                ("entry_arguments", _ref("computation_entry"))),
                                    platform=_PLATFORM, print=_ref("print_kernel"), key=_KEY,
                                    toolchain=_TOOLCHAIN,
                                    launcher="stencilkit.registry.shared_stages:launch_computation",
                                    layout_key="stencilkit.registry.shared_stages:computation_layout"),
             parloop=KindStages(lower=_ref("lower_parloop_kernel"),
-                               lower_loop=_ref("lower_parloop_loop"), transforms=(_SIMPLIFY,),
+                               lower_loop=_ref("lower_parloop_loop"), transforms=(_SIMPLIFY, _HOIST),
                                platform=_PLATFORM,
                                print=_ref("print_parloop"), key=_KEY, toolchain=_TOOLCHAIN)),
         launcher=PerKind(point="stencilkit.runtime.launch:PointCall",

@@ -229,6 +229,7 @@ def _ref(name: str) -> str:
 _SHARED = "stencilkit.registry.shared_stages"
 _COMPLEX = ("complex_functions", _ref("complex_functions"))
 _SIMPLIFY = ("simplify", f"{_SHARED}:simplify_each")
+_HOIST = ("hoist_rows", f"{_SHARED}:hoist_rows_in_threads")
 
 
 BACKEND = Backend(
@@ -246,11 +247,11 @@ BACKEND = Backend(
         stages=Stages(
             point=KindStages(lower=f"{_SHARED}:lower_point",
                              transforms=(_SIMPLIFY, _COMPLEX,
-                                         ("mark_parallel", _ref("mark_parallel"))),
+                                         ("mark_parallel", _ref("mark_parallel")), _HOIST),
                              platform=_ref("plan_point"), print=_ref("print_plan"),
                              toolchain=_ref("point_entry")),
             computation=KindStages(lower=_ref("lower_computation"),
-                                   transforms=(_SIMPLIFY, _COMPLEX),
+                                   transforms=(_SIMPLIFY, _COMPLEX, _HOIST),
                                    platform=_ref("plan_computation"),
                                    print=_ref("print_plan"),
                                    toolchain=_ref("computation_entry"),
@@ -258,7 +259,7 @@ BACKEND = Backend(
                                    layout_key="stencilkit.registry.shared_stages:computation_layout"),
             parloop=KindStages(lower=f"{_SHARED}:lower_parloop_kernel",
                                lower_loop=f"{_SHARED}:lower_parloop_loop",
-                               transforms=(_SIMPLIFY, _COMPLEX), platform=_ref("plan_parloop"),
+                               transforms=(_SIMPLIFY, _COMPLEX, _HOIST), platform=_ref("plan_parloop"),
                                print=_ref("print_parloop"), toolchain=_ref("parloop_entry"))),
         launcher=PerKind(point="stencilkit.runtime.cuda:CudaPointCall",
                          computation="stencilkit.runtime.computation:CompiledComputationCall",

@@ -226,6 +226,7 @@ def _ref(name: str) -> str:
 
 
 _SIMPLIFY = ("simplify", "stencilkit.registry.shared_stages:simplify_each")
+_HOIST = ("hoist_rows", "stencilkit.registry.shared_stages:hoist_rows_in_threads")
 
 
 BACKEND = Backend(
@@ -245,15 +246,15 @@ BACKEND = Backend(
         # no "key" stage: PyOpenCL builds the program for the device it runs on
         stages=Stages(
             point=KindStages(lower=_ref("lower_point"),
-                             transforms=(_SIMPLIFY, ("mark_parallel", _ref("mark_parallel"))),
+                             transforms=(_SIMPLIFY, ("mark_parallel", _ref("mark_parallel")), _HOIST),
                              platform=_ref("plan_point"), print=_ref("print_program"),
                              toolchain=_ref("point_program")),
-            computation=KindStages(lower=_ref("lower_computation"), transforms=(_SIMPLIFY,),
+            computation=KindStages(lower=_ref("lower_computation"), transforms=(_SIMPLIFY, _HOIST),
                                    platform=_ref("plan"),
                                    print=_ref("print_program"), toolchain=_ref("program"),
                                    launcher=_ref("launch_computation")),
             parloop=KindStages(lower=_ref("lower_parloop_kernel"),
-                               lower_loop=_ref("lower_parloop_loop"), transforms=(_SIMPLIFY,),
+                               lower_loop=_ref("lower_parloop_loop"), transforms=(_SIMPLIFY, _HOIST),
                                platform=_ref("plan"),
                                print=_ref("print_parloop"),
                                toolchain=_ref("parloop_program"))),

@@ -75,6 +75,22 @@ def simplify_each(req: Request, work: Work) -> Work:
     return work.but(kernels=tuple(simplify(kf) for kf in work.kernels))
 
 
+def hoist_rows_each(req: Request, work: Work) -> Work:
+    """Every kernel's row bases hoisted out of its innermost loops, before them
+    (``passes.hoist_rows``, ``Placement.OUTSIDE``: the CPU)."""
+    from ..passes.hoist_rows import Placement, hoist_row_bases
+
+    return work.but(kernels=tuple(hoist_row_bases(kf, Placement.OUTSIDE) for kf in work.kernels))
+
+
+def hoist_rows_in_threads(req: Request, work: Work) -> Work:
+    """As ``hoist_rows_each``, a parallel innermost loop's in its body: the GPU planner
+    makes a grid of the parallel nest (``Placement.THREAD``)."""
+    from ..passes.hoist_rows import Placement, hoist_row_bases
+
+    return work.but(kernels=tuple(hoist_row_bases(kf, Placement.THREAD) for kf in work.kernels))
+
+
 def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -> Work:
     """A GPU point kernel's own launch plan (``platform``: a ``GpuPlatform``): dimension 0
     on the output's unit-stride axis, the layout's unit strides as constants and, where

@@ -95,7 +95,7 @@ class ComputationArguments:
 
     def check_fields(self, fields: dict[str, object], overlap: bool = True) -> None:
         """``overlap=False`` for stand-ins of device arrays, whose host memory says nothing
-        (``integrations/device.py`` checks the device addresses)."""
+        (``adapters/device.py`` checks the device addresses)."""
         self.check_arrays(fields)
         for f in self.definition.fields:
             a = fields[f.name]

@@ -167,11 +167,15 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
         int64_t a_0_p0_ = r0 >= 0 && r0 < a_shape_0_ ? r0 : sk_mod_int64(r0, a_shape_0_);
         int64_t a_0_p1_ = r0 + 1 >= 0 && r0 + 1 < a_shape_0_ ? r0 + 1 : sk_mod_int64(r0 + 1, a_shape_0_);
         if (r0 < 1 || r0 >= a_shape_0_ - 1) {
+            int64_t a_row = a_0_m1_ * a_stride_0_;
+            int64_t a_row2 = a_0_p0_ * a_stride_0_;
+            int64_t a_row3 = a_0_p1_ * a_stride_0_;
+            int64_t out_row = r0 * out_stride_0;
             for (int64_t r1 = 0; r1 < a_shape_1_; ++r1) {
                 int64_t a_1_p0_1_ = r1 >= 0 && r1 < a_shape_1_ ? r1 : sk_mod_int64(r1, a_shape_1_);
                 /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                double sk_result = (a_[a_0_m1_ * a_stride_0_ + a_1_p0_1_] + 2.0 * a_[a_0_p0_ * a_stride_0_ + a_1_p0_1_] + a_[a_0_p1_ * a_stride_0_ + a_1_p0_1_]) * 0.25;
-                out[r0 * out_stride_0 + r1] = sk_result;
+                double sk_result = (a_[a_row + a_1_p0_1_] + 2.0 * a_[a_row2 + a_1_p0_1_] + a_[a_row3 + a_1_p0_1_]) * 0.25;
+                out[out_row + r1] = sk_result;
             }
         }
     }
@@ -181,15 +185,17 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
         for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
             int64_t head = sk_min_int64(0, a_shape_1_);
             int64_t tail = sk_max_int64(head, a_shape_1_);
+            int64_t a_row = i0 * a_stride_0_;
+            int64_t out_row = i0 * out_stride_0;
             for (int64_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
                 int64_t b1 = t < head ? t : t - head + tail;
                 int64_t a_1_p0_ = b1 >= 0 && b1 < a_shape_1_ ? b1 : sk_mod_int64(b1, a_shape_1_);
                 /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                double sk_result = (a_[(i0 - 1) * a_stride_0_ + a_1_p0_] + 2.0 * a_[i0 * a_stride_0_ + a_1_p0_] + a_[(i0 + 1) * a_stride_0_ + a_1_p0_]) * 0.25;
-                out[i0 * out_stride_0 + b1] = sk_result;
+                double sk_result = (a_[a_row - a_stride_0_ + a_1_p0_] + 2.0 * a_[a_row + a_1_p0_] + a_[a_row + a_stride_0_ + a_1_p0_]) * 0.25;
+                out[out_row + b1] = sk_result;
             }
             if (sk_work >= 2097152) {
-                int64_t sk_lines = sk_stream_first(out + i0 * out_stride_0 + 0, 0, a_shape_1_, 8);
+                int64_t sk_lines = sk_stream_first(out + out_row + 0, 0, a_shape_1_, 8);
                 int64_t sk_lines_end = sk_stream_last(sk_lines, a_shape_1_, 8);
                 for (int64_t sk_edge = 0; sk_edge < 2; ++sk_edge) {
                     int64_t sk_lo = sk_edge == 0 ? 0 : sk_lines_end;
@@ -197,8 +203,8 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
                     #pragma GCC ivdep
                     for (int64_t i1 = sk_lo; i1 < sk_hi; ++i1) {
                         /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                        double sk_result = (a_[(i0 - 1) * a_stride_0_ + i1] + 2.0 * a_[i0 * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1]) * 0.25;
-                        out[i0 * out_stride_0 + i1] = sk_result;
+                        double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
+                        out[out_row + i1] = sk_result;
                     }
                 }
                 _Alignas(64) double sk_row[448];
@@ -208,18 +214,18 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
                     #pragma GCC ivdep
                     for (int64_t i1 = sk_chunk; i1 < sk_chunk_end; ++i1) {
                         /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                        double sk_result = (a_[(i0 - 1) * a_stride_0_ + i1] + 2.0 * a_[i0 * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1]) * 0.25;
+                        double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
                         sk_row[i1 - sk_chunk] = sk_result;
                     }
-                    sk_stream_copy(out + i0 * out_stride_0 + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
+                    sk_stream_copy(out + out_row + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
                     sk_chunk = sk_chunk_end;
                 }
             } else {
                 #pragma GCC ivdep
                 for (int64_t i1 = 0; i1 < a_shape_1_; ++i1) {
                     /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                    double sk_result = (a_[(i0 - 1) * a_stride_0_ + i1] + 2.0 * a_[i0 * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1]) * 0.25;
-                    out[i0 * out_stride_0 + i1] = sk_result;
+                    double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
+                    out[out_row + i1] = sk_result;
                 }
             }
             sk_store_fence();
@@ -228,18 +234,20 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
         for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
             int64_t head = sk_min_int64(0, a_shape_1_);
             int64_t tail = sk_max_int64(head, a_shape_1_);
+            int64_t a_row = i0 * a_stride_0_;
+            int64_t out_row = i0 * out_stride_0;
             for (int64_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
                 int64_t b1 = t < head ? t : t - head + tail;
                 int64_t a_1_p0_ = b1 >= 0 && b1 < a_shape_1_ ? b1 : sk_mod_int64(b1, a_shape_1_);
                 /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                double sk_result = (a_[(i0 - 1) * a_stride_0_ + a_1_p0_] + 2.0 * a_[i0 * a_stride_0_ + a_1_p0_] + a_[(i0 + 1) * a_stride_0_ + a_1_p0_]) * 0.25;
-                out[i0 * out_stride_0 + b1] = sk_result;
+                double sk_result = (a_[a_row - a_stride_0_ + a_1_p0_] + 2.0 * a_[a_row + a_1_p0_] + a_[a_row + a_stride_0_ + a_1_p0_]) * 0.25;
+                out[out_row + b1] = sk_result;
             }
             #pragma omp simd simdlen(4)
             for (int64_t i1 = 0; i1 < a_shape_1_; ++i1) {
                 /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                double sk_result = (a_[(i0 - 1) * a_stride_0_ + i1] + 2.0 * a_[i0 * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1]) * 0.25;
-                out[i0 * out_stride_0 + i1] = sk_result;
+                double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
+                out[out_row + i1] = sk_result;
             }
             sk_store_fence();
         }

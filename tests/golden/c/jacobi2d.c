@@ -162,36 +162,40 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
             #pragma omp parallel for schedule(static) num_threads(sk_team_size())
             for (int64_t b0 = 0; b0 < a_shape_0_; ++b0) {
                 if (b0 >= 1 && b0 < a_shape_0_ - 1) {
+                    int64_t out_row = b0 * out_stride_0;
                     #pragma GCC ivdep
                     for (int64_t b1 = 0; b1 < sk_min_int64(1, a_shape_1_); ++b1) {
-                        out[b0 * out_stride_0 + b1] = cval;
+                        out[out_row + b1] = cval;
                     }
                     #pragma GCC ivdep
                     for (int64_t b1 = sk_max_int64(sk_min_int64(1, a_shape_1_), a_shape_1_ - 1); b1 < a_shape_1_; ++b1) {
-                        out[b0 * out_stride_0 + b1] = cval;
+                        out[out_row + b1] = cval;
                     }
                 } else {
+                    int64_t out_row = b0 * out_stride_0;
                     #pragma GCC ivdep
                     for (int64_t b1 = 0; b1 < a_shape_1_; ++b1) {
-                        out[b0 * out_stride_0 + b1] = cval;
+                        out[out_row + b1] = cval;
                     }
                 }
             }
         } else {
             for (int64_t b0 = 0; b0 < a_shape_0_; ++b0) {
                 if (b0 >= 1 && b0 < a_shape_0_ - 1) {
+                    int64_t out_row = b0 * out_stride_0;
                     #pragma omp simd simdlen(4)
                     for (int64_t b1 = 0; b1 < sk_min_int64(1, a_shape_1_); ++b1) {
-                        out[b0 * out_stride_0 + b1] = cval;
+                        out[out_row + b1] = cval;
                     }
                     #pragma omp simd simdlen(4)
                     for (int64_t b1 = sk_max_int64(sk_min_int64(1, a_shape_1_), a_shape_1_ - 1); b1 < a_shape_1_; ++b1) {
-                        out[b0 * out_stride_0 + b1] = cval;
+                        out[out_row + b1] = cval;
                     }
                 } else {
+                    int64_t out_row = b0 * out_stride_0;
                     #pragma omp simd simdlen(4)
                     for (int64_t b1 = 0; b1 < a_shape_1_; ++b1) {
-                        out[b0 * out_stride_0 + b1] = cval;
+                        out[out_row + b1] = cval;
                     }
                 }
             }
@@ -201,8 +205,10 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
     if (sk_work >= 32768) {
         #pragma omp parallel for schedule(static) num_threads(sk_team_size())
         for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
+            int64_t a_row = i0 * a_stride_0_;
+            int64_t out_row = i0 * out_stride_0;
             if (sk_work >= 2097152) {
-                int64_t sk_lines = sk_stream_first(out + i0 * out_stride_0 + 1, 1, a_shape_1_ - 1, 8);
+                int64_t sk_lines = sk_stream_first(out + out_row + 1, 1, a_shape_1_ - 1, 8);
                 int64_t sk_lines_end = sk_stream_last(sk_lines, a_shape_1_ - 1, 8);
                 for (int64_t sk_edge = 0; sk_edge < 2; ++sk_edge) {
                     int64_t sk_lo = sk_edge == 0 ? 1 : sk_lines_end;
@@ -210,8 +216,8 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
                     #pragma GCC ivdep
                     for (int64_t i1 = sk_lo; i1 < sk_hi; ++i1) {
                         /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
-                        double sk_result = 0.25 * (a_[(i0 - 1) * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1] + a_[i0 * a_stride_0_ + i1 - 1] + a_[i0 * a_stride_0_ + i1 + 1]);
-                        out[i0 * out_stride_0 + i1] = sk_result;
+                        double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
+                        out[out_row + i1] = sk_result;
                     }
                 }
                 _Alignas(64) double sk_row[448];
@@ -221,29 +227,31 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
                     #pragma GCC ivdep
                     for (int64_t i1 = sk_chunk; i1 < sk_chunk_end; ++i1) {
                         /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
-                        double sk_result = 0.25 * (a_[(i0 - 1) * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1] + a_[i0 * a_stride_0_ + i1 - 1] + a_[i0 * a_stride_0_ + i1 + 1]);
+                        double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
                         sk_row[i1 - sk_chunk] = sk_result;
                     }
-                    sk_stream_copy(out + i0 * out_stride_0 + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
+                    sk_stream_copy(out + out_row + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
                     sk_chunk = sk_chunk_end;
                 }
             } else {
                 #pragma GCC ivdep
                 for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
                     /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
-                    double sk_result = 0.25 * (a_[(i0 - 1) * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1] + a_[i0 * a_stride_0_ + i1 - 1] + a_[i0 * a_stride_0_ + i1 + 1]);
-                    out[i0 * out_stride_0 + i1] = sk_result;
+                    double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
+                    out[out_row + i1] = sk_result;
                 }
             }
             sk_store_fence();
         }
     } else {
         for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
+            int64_t a_row = i0 * a_stride_0_;
+            int64_t out_row = i0 * out_stride_0;
             #pragma omp simd simdlen(4)
             for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
                 /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
-                double sk_result = 0.25 * (a_[(i0 - 1) * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1] + a_[i0 * a_stride_0_ + i1 - 1] + a_[i0 * a_stride_0_ + i1 + 1]);
-                out[i0 * out_stride_0 + i1] = sk_result;
+                double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
+                out[out_row + i1] = sk_result;
             }
             sk_store_fence();
         }

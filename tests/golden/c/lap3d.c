@@ -166,18 +166,20 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
             for (int64_t b0 = 0; b0 < a_shape_0_; ++b0) {
                 for (int64_t b1 = 0; b1 < a_shape_1_; ++b1) {
                     if (b0 >= 1 && b0 < a_shape_0_ - 1 && (b1 >= 1 && b1 < a_shape_1_ - 1)) {
+                        int64_t out_row = b0 * out_stride_0 + b1 * out_stride_1;
                         #pragma GCC ivdep
                         for (int64_t b2 = 0; b2 < sk_min_int64(1, a_shape_2_); ++b2) {
-                            out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
+                            out[out_row + b2] = cval;
                         }
                         #pragma GCC ivdep
                         for (int64_t b2 = sk_max_int64(sk_min_int64(1, a_shape_2_), a_shape_2_ - 1); b2 < a_shape_2_; ++b2) {
-                            out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
+                            out[out_row + b2] = cval;
                         }
                     } else {
+                        int64_t out_row = b0 * out_stride_0 + b1 * out_stride_1;
                         #pragma GCC ivdep
                         for (int64_t b2 = 0; b2 < a_shape_2_; ++b2) {
-                            out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
+                            out[out_row + b2] = cval;
                         }
                     }
                 }
@@ -186,18 +188,20 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
             for (int64_t b0 = 0; b0 < a_shape_0_; ++b0) {
                 for (int64_t b1 = 0; b1 < a_shape_1_; ++b1) {
                     if (b0 >= 1 && b0 < a_shape_0_ - 1 && (b1 >= 1 && b1 < a_shape_1_ - 1)) {
+                        int64_t out_row = b0 * out_stride_0 + b1 * out_stride_1;
                         #pragma omp simd simdlen(4)
                         for (int64_t b2 = 0; b2 < sk_min_int64(1, a_shape_2_); ++b2) {
-                            out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
+                            out[out_row + b2] = cval;
                         }
                         #pragma omp simd simdlen(4)
                         for (int64_t b2 = sk_max_int64(sk_min_int64(1, a_shape_2_), a_shape_2_ - 1); b2 < a_shape_2_; ++b2) {
-                            out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
+                            out[out_row + b2] = cval;
                         }
                     } else {
+                        int64_t out_row = b0 * out_stride_0 + b1 * out_stride_1;
                         #pragma omp simd simdlen(4)
                         for (int64_t b2 = 0; b2 < a_shape_2_; ++b2) {
-                            out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
+                            out[out_row + b2] = cval;
                         }
                     }
                 }
@@ -209,8 +213,10 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
         #pragma omp parallel for schedule(static) num_threads(sk_team_size())
         for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
             for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
+                int64_t a_row = i0 * a_stride_0_ + i1 * a_stride_1_;
+                int64_t out_row = i0 * out_stride_0 + i1 * out_stride_1;
                 if (sk_work >= 2097152) {
-                    int64_t sk_lines = sk_stream_first(out + i0 * out_stride_0 + i1 * out_stride_1 + 1, 1, a_shape_2_ - 1, 8);
+                    int64_t sk_lines = sk_stream_first(out + out_row + 1, 1, a_shape_2_ - 1, 8);
                     int64_t sk_lines_end = sk_stream_last(sk_lines, a_shape_2_ - 1, 8);
                     for (int64_t sk_edge = 0; sk_edge < 2; ++sk_edge) {
                         int64_t sk_lo = sk_edge == 0 ? 1 : sk_lines_end;
@@ -218,8 +224,8 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                         #pragma GCC ivdep
                         for (int64_t i2 = sk_lo; i2 < sk_hi; ++i2) {
                             /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-                            double sk_result = a_[(i0 - 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[(i0 + 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 - 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 + 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 - 1] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 + 1] - 6.0 * a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2];
-                            out[i0 * out_stride_0 + i1 * out_stride_1 + i2] = sk_result;
+                            double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
+                            out[out_row + i2] = sk_result;
                         }
                     }
                     _Alignas(64) double sk_row[448];
@@ -229,18 +235,18 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                         #pragma GCC ivdep
                         for (int64_t i2 = sk_chunk; i2 < sk_chunk_end; ++i2) {
                             /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-                            double sk_result = a_[(i0 - 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[(i0 + 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 - 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 + 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 - 1] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 + 1] - 6.0 * a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2];
+                            double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
                             sk_row[i2 - sk_chunk] = sk_result;
                         }
-                        sk_stream_copy(out + i0 * out_stride_0 + i1 * out_stride_1 + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
+                        sk_stream_copy(out + out_row + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
                         sk_chunk = sk_chunk_end;
                     }
                 } else {
                     #pragma GCC ivdep
                     for (int64_t i2 = 1; i2 < a_shape_2_ - 1; ++i2) {
                         /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-                        double sk_result = a_[(i0 - 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[(i0 + 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 - 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 + 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 - 1] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 + 1] - 6.0 * a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2];
-                        out[i0 * out_stride_0 + i1 * out_stride_1 + i2] = sk_result;
+                        double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
+                        out[out_row + i2] = sk_result;
                     }
                 }
             }
@@ -249,11 +255,13 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
     } else {
         for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
             for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
+                int64_t a_row = i0 * a_stride_0_ + i1 * a_stride_1_;
+                int64_t out_row = i0 * out_stride_0 + i1 * out_stride_1;
                 #pragma omp simd simdlen(4)
                 for (int64_t i2 = 1; i2 < a_shape_2_ - 1; ++i2) {
                     /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-                    double sk_result = a_[(i0 - 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[(i0 + 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 - 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 + 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 - 1] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 + 1] - 6.0 * a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2];
-                    out[i0 * out_stride_0 + i1 * out_stride_1 + i2] = sk_result;
+                    double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
+                    out[out_row + i2] = sk_result;
                 }
             }
             sk_store_fence();

@@ -171,8 +171,9 @@ int sk_parloop_spread(int64_t nblocks, const int64_t *restrict blocks, const dou
                     #pragma omp atomic write
                     sk_error = 2;
                 }
+                int64_t m1_row = e * 3;
                 for (int64_t q = 0; q < 6; ++q) {
-                    a1[(int64_t)m1[e * 3 + q / 2] * 2 + q % 2] += l1[q];
+                    a1[(int64_t)m1[m1_row + q / 2] * 2 + q % 2] += l1[q];
                 }
             }
         }
@@ -188,8 +189,9 @@ int sk_parloop_spread(int64_t nblocks, const int64_t *restrict blocks, const dou
                     #pragma omp atomic write
                     sk_error = 2;
                 }
+                int64_t m1_row = e * 3;
                 for (int64_t q = 0; q < 6; ++q) {
-                    a1[(int64_t)m1[e * 3 + q / 2] * 2 + q % 2] += l1[q];
+                    a1[(int64_t)m1[m1_row + q / 2] * 2 + q % 2] += l1[q];
                 }
             }
         }

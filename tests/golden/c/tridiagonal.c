@@ -201,11 +201,15 @@ int sk_tridiagonal_computation(double *restrict a_, int64_t a_stride_0_, int64_t
             double *d_column_ = sk_d_column__size > 2048 ? sk_d_column__heap : sk_d_column__stack;
             if (a_column_ != NULL && b_column_ != NULL && c_column_ != NULL && d_column_ != NULL) {
                 for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
+                    int64_t a_row = (a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_;
+                    int64_t b_row = (b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_;
+                    int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
+                    int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
                     for (int64_t k = a_lo; k < a_hi; ++k) {
-                        a_column_[j - jb + (k - a_lo) * 8] = a_[(a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_ + k];
-                        b_column_[j - jb + (k - a_lo) * 8] = b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k];
-                        c_column_[j - jb + (k - a_lo) * 8] = c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k];
-                        d_column_[j - jb + (k - a_lo) * 8] = d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k];
+                        a_column_[j - jb + (k - a_lo) * 8] = a_[a_row + k];
+                        b_column_[j - jb + (k - a_lo) * 8] = b_[b_row + k];
+                        c_column_[j - jb + (k - a_lo) * 8] = c_[c_row + k];
+                        d_column_[j - jb + (k - a_lo) * 8] = d_[d_row + k];
                     }
                 }
                 for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
@@ -236,9 +240,11 @@ int sk_tridiagonal_computation(double *restrict a_, int64_t a_stride_0_, int64_t
                     }
                 }
                 for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
+                    int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
+                    int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
                     for (int64_t k = a_lo; k < a_hi; ++k) {
-                        c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] = c_column_[j - jb + (k - a_lo) * 8];
-                        d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_column_[j - jb + (k - a_lo) * 8];
+                        c_[c_row + k] = c_column_[j - jb + (k - a_lo) * 8];
+                        d_[d_row + k] = d_column_[j - jb + (k - a_lo) * 8];
                     }
                 }
             } else {

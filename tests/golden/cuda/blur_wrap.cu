@@ -151,10 +151,13 @@ extern "C" __global__ void sk_blur_wrap_point_1(const double *__restrict__ a_, i
         int64_t a_0_p0_ = r0 >= 0 && r0 < a_shape_0_ ? r0 : sk_mod_int64(r0, a_shape_0_);
         int64_t a_0_p1_ = r0 + 1 >= 0 && r0 + 1 < a_shape_0_ ? r0 + 1 : sk_mod_int64(r0 + 1, a_shape_0_);
         if (r0 < 1 || r0 >= a_shape_0_ - 1) {
+            int32_t a_row = (int32_t)(a_0_m1_ * a_stride_0_);
+            int64_t a_row2 = a_0_p0_ * a_stride_0_;
+            int64_t a_row3 = a_0_p1_ * a_stride_0_;
             for (int32_t r1 = 0; r1 < a_shape_1_; ++r1) {
                 int64_t a_1_p0_1_ = r1 >= 0 && r1 < a_shape_1_ ? r1 : sk_mod_int64(r1, a_shape_1_);
                 /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                double sk_result = (a_[a_0_m1_ * a_stride_0_ + a_1_p0_1_] + 2.0 * a_[a_0_p0_ * a_stride_0_ + a_1_p0_1_] + a_[a_0_p1_ * a_stride_0_ + a_1_p0_1_]) * 0.25;
+                double sk_result = (a_[a_row + a_1_p0_1_] + 2.0 * a_[a_row2 + a_1_p0_1_] + a_[a_row3 + a_1_p0_1_]) * 0.25;
                 out[r0 * out_stride_0 + r1] = sk_result;
             }
         }
@@ -167,11 +170,12 @@ extern "C" __global__ void sk_blur_wrap_point_2(const double *__restrict__ a_, i
     if (i0 < a_shape_0_ - 1) {
         int64_t head = sk_min_int64(0, a_shape_1_);
         int64_t tail = sk_max_int64(head, a_shape_1_);
+        int32_t a_row = (int32_t)(i0 * a_stride_0_);
         for (int32_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
             int64_t b1 = t < head ? t : t - head + tail;
             int64_t a_1_p0_ = b1 >= 0 && b1 < a_shape_1_ ? b1 : sk_mod_int64(b1, a_shape_1_);
             /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-            double sk_result = (a_[(i0 - 1) * a_stride_0_ + a_1_p0_] + 2.0 * a_[i0 * a_stride_0_ + a_1_p0_] + a_[(i0 + 1) * a_stride_0_ + a_1_p0_]) * 0.25;
+            double sk_result = (a_[a_row - a_stride_0_ + a_1_p0_] + 2.0 * a_[a_row + a_1_p0_] + a_[a_row + a_stride_0_ + a_1_p0_]) * 0.25;
             out[i0 * out_stride_0 + b1] = sk_result;
         }
     }
@@ -183,8 +187,9 @@ extern "C" __global__ void sk_blur_wrap_point_3(const double *__restrict__ a_, i
     if (i0 < a_shape_0_ - 1) {
         int32_t i1 = ((int32_t)(blockIdx.x * blockDim.x + threadIdx.x));
         if (i1 < a_shape_1_) {
+            int32_t a_row = (int32_t)(i0 * a_stride_0_);
             /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-            double sk_result = (a_[(i0 - 1) * a_stride_0_ + i1] + 2.0 * a_[i0 * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1]) * 0.25;
+            double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
             out[i0 * out_stride_0 + i1] = sk_result;
         }
     }

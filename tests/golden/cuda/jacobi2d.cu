@@ -163,8 +163,9 @@ extern "C" __global__ void sk_jacobi2d_point_2(const double *__restrict__ a_, in
     if (i0 < a_shape_0_ - 1) {
         int32_t i1 = 1 + ((int32_t)(blockIdx.x * blockDim.x + threadIdx.x));
         if (i1 < a_shape_1_ - 1) {
+            int32_t a_row = (int32_t)(i0 * a_stride_0_);
             /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
-            double sk_result = 0.25 * (a_[(i0 - 1) * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1] + a_[i0 * a_stride_0_ + i1 - 1] + a_[i0 * a_stride_0_ + i1 + 1]);
+            double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
             out[i0 * out_stride_0 + i1] = sk_result;
         }
     }

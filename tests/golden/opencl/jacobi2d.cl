@@ -88,8 +88,9 @@ __kernel void sk_jacobi2d_point_2(__global const double *sk_a_base, const long s
     const long i1 = 1 + (long)get_global_id(0);
     const long i0 = 1 + (long)get_global_id(1);
     if (i1 < a_shape_1_ - 1 && i0 < a_shape_0_ - 1) {
+        int64_t a_row = i0 * a_stride_0_;
         /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
-        double sk_result = 0.25 * (a_[(i0 - 1) * a_stride_0_ + i1] + a_[(i0 + 1) * a_stride_0_ + i1] + a_[i0 * a_stride_0_ + i1 - 1] + a_[i0 * a_stride_0_ + i1 + 1]);
+        double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
         out[i0 * out_stride_0 + i1] = sk_result;
     }
     if (sk_error) *sk_status = sk_error;

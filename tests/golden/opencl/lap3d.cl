@@ -93,8 +93,9 @@ __kernel void sk_lap3d_point_2(__global const double *sk_a_base, const long sk_a
     const long i1 = 1 + (long)get_global_id(1);
     const long i0 = 1 + (long)get_global_id(2);
     if (i2 < a_shape_2_ - 1 && i1 < a_shape_1_ - 1 && i0 < a_shape_0_ - 1) {
+        int64_t a_row = i0 * a_stride_0_ + i1 * a_stride_1_;
         /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-        double sk_result = a_[(i0 - 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[(i0 + 1) * a_stride_0_ + i1 * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 - 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + (i1 + 1) * a_stride_1_ + i2] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 - 1] + a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2 + 1] - 6.0 * a_[i0 * a_stride_0_ + i1 * a_stride_1_ + i2];
+        double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
         out[i0 * out_stride_0 + i1 * out_stride_1 + i2] = sk_result;
     }
     if (sk_error) *sk_status = sk_error;

@@ -74,8 +74,9 @@ __kernel void sk_parloop_spread_1(const int64_t nblocks, __global const int64_t 
             if (sk_spread_kernel(l0, l1) != 0) {
                 sk_error = 2;
             }
+            int64_t m1_row = e * 3;
             for (int64_t q = 0; q < 6; ++q) {
-                a1[(int64_t)m1[e * 3 + q / 2] * 2 + q % 2] += l1[q];
+                a1[(int64_t)m1[m1_row + q / 2] * 2 + q % 2] += l1[q];
             }
         }
     }

@@ -89,27 +89,31 @@ __kernel void sk_tridiagonal_computation_1(__global double *sk_a_base, const lon
     if (j < nj && i < ni) {
         double c_carried;
         double d_carried;
+        int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
+        int64_t b_row = (b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_;
+        int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
         for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
             /* corpus.py:47  c = c / b */
-            c_carried = c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] / b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k];
+            c_carried = c_[c_row + k] / b_[b_row + k];
             c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] = c_carried;
             /* corpus.py:48  d = d / b */
-            d_carried = d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] / b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k];
+            d_carried = d_[d_row + k] / b_[b_row + k];
             d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried;
         }
+        int64_t a_row = (a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_;
         for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
             /* corpus.py:50  m = 1.0 / (b - a * c[0, 0, -1]) */
-            double m_ = 1.0 / (b_[(b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_ + k] - a_[(a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_ + k] * c_carried);
+            double m_ = 1.0 / (b_[b_row + k] - a_[a_row + k] * c_carried);
             /* corpus.py:51  c = c * m */
-            c_carried = c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] * m_;
+            c_carried = c_[c_row + k] * m_;
             c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] = c_carried;
             /* corpus.py:52  d = (d - a * d[0, 0, -1]) * m */
-            d_carried = (d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] - a_[(a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_ + k] * d_carried) * m_;
+            d_carried = (d_[d_row + k] - a_[a_row + k] * d_carried) * m_;
             d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried;
         }
         for (int64_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
             /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
-            d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] -= c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] * d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k + 1];
+            d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_[d_row + k] - c_[c_row + k] * d_[d_row + k + 1];
         }
     }
     if (sk_error) *sk_status = sk_error;

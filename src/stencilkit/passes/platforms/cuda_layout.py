@@ -66,6 +66,11 @@ def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:
                 return dataclasses.replace(n, buffer=buffer(n.buffer))
             case k.Loop(counter=c) if c.name in retyped:
                 return dataclasses.replace(n, counter=retyped[c.name])
+            case k.Declare(symbol=s, value=v) if s.name in retyped and v is not None:
+                # the expression keeps its 64-bit type (as retyped symbols' uses do): the
+                # conversion says the narrowing is intended, and C computes it in 32 bits
+                return dataclasses.replace(n, symbol=retyped[s.name],
+                                           value=k.Convert(expr(v), dtype=INDEX32))
         return None
 
     if variant.narrow:  # counters first: their uses in loop bodies are rewritten below
@@ -73,6 +78,9 @@ def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:
             for n in walk(s):
                 if isinstance(n, k.Loop) and _internal(n.counter):
                     retyped[n.counter.name] = dataclasses.replace(n.counter, dtype=INDEX32)
+                elif isinstance(n, k.Declare) and _narrowable(n, retyped, constant):
+                    # an index computed from 32-bit ones only (a hoisted row base): 32-bit too
+                    retyped[n.symbol.name] = dataclasses.replace(n.symbol, dtype=INDEX32)
     body = tuple(rewrite(s, node) for s in kf.body)
     params = tuple(symbol(p) for p in kf.params)
     return dataclasses.replace(kf, params=params, body=body,
@@ -84,6 +92,23 @@ def _extent(p: k.Symbol) -> bool:
     where they are (``fits_32_bits`` looks at every field and temporary of the call)."""
     arg = p.get(k.ScalarArgument)
     return arg is not None and isinstance(arg.key, (k.OriginOf, k.DomainExtent))
+
+
+def _narrowable(d: k.Declare, retyped: dict[str, k.Symbol], constant: dict[str, k.Expr]
+                ) -> bool:
+    """An internal index declaration whose value is integer arithmetic on symbols already
+    32-bit (or constant): within the arrays' extents, which the narrow variant's sizes
+    bound below 2**31."""
+    if d.value is None or d.symbol.dtype != k.INDEX or d.symbol.name.endswith("_"):
+        return False
+    for n in walk(d.value):
+        if isinstance(n, k.Sym) and n.symbol.name not in retyped \
+                and n.symbol.name not in constant:
+            return False
+        if not isinstance(n, (k.Sym, k.Constant, k.Op)) or (
+                isinstance(n, k.Op) and n.op not in ("+", "-", "*", "neg")):
+            return False
+    return True
 
 
 def _internal(c: k.Symbol) -> bool:

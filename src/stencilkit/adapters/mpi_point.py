@@ -25,12 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compile.point import analyse
+from ..distributed import borders, halo
+from ..distributed.array import DistributedArray
+from ..distributed.decomposition import Decomposition
 from ..errors import ArgumentError, StencilError
 from ..ir import border_modes
 from ..stencil import PointStencil
-from . import borders, halo
-from .array import DistributedArray
-from .decomposition import Decomposition
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,12 @@ import numpy as np
 from .. import registry
 from ..analysis import geometry
 from ..analysis import schedule as sch
+from ..distributed import halo
+from ..distributed.array import DistributedArray
+from ..distributed.decomposition import Decomposition
 from ..errors import ArgumentError, StencilError
 from ..ir import computation as c
 from ..ir.core import walk
-from . import halo
-from .array import DistributedArray
-from .decomposition import Decomposition
 
 _AXES = "IJK"
 
@@ -332,7 +332,7 @@ def _check_extended_writes(st, defn, fp: Footprint, fields, axes, origins, dom) 
             n, ranks = axes[x][0], axes[x][1]
             o, size = origins[name]["IJK".index(x)], dom["IJK".index(x)]
             w0, w1 = o - lo, o + size + hi
-            from .decomposition import split
+            from ..distributed.decomposition import split
             for r in range(ranks):
                 s, e = split(n, ranks, r)
                 l0, l1 = max(o, s), min(o + size, e)
@@ -382,7 +382,7 @@ def _computed(axes, o: tuple[int, ...], dom, ext: c.Extent, coords: dict[str, in
               ) -> dict[str, tuple[int, int]] | None:
     """The global [start, stop) per split axis that the block at ``coords`` writes a field
     written on ``ext`` (None: it computes nothing)."""
-    from .decomposition import split
+    from ..distributed.decomposition import split
 
     out = {}
     for a, x in enumerate("IJ"):
