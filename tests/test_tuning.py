@@ -366,3 +366,22 @@ def test_a_computation_in_place_is_tuned_on_copies(small_tuning, tmp_path, capsy
     assert "tune: increment [c]" in capsys.readouterr().err  # it was measured
     assert np.array_equal(x, expected)
     assert len(_wisdom_files(tmp_path)) == 1
+
+
+def test_knobs_after_the_budget_are_not_tried(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(tuning.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(c_autotune.time, "perf_counter", lambda: clock[0])
+    built = []
+
+    def run():
+        clock[0] += tuning.BUDGET_S  # one run spends the whole budget
+
+    def build(v):
+        built.append(v)
+        return run
+
+    knobs = [[Variant(streaming=False)], [Variant(vector_bits=256)]]
+    found, _ = c_autotune._measure(knobs, run, build)
+    assert built == [Variant(streaming=False)]
+    assert {v for v, _ in found.times} == {DEFAULT, Variant(streaming=False)}

@@ -29,7 +29,7 @@ KIB, MIB = 1 << 10, 1 << 20
 # The streaming threshold is half the last-level cache, but never above this: in a VM and on
 # a many-core socket the L3 that sysfs reports is the whole socket's, shared by every core
 # (this machine: 300 MiB for 2 vCPUs), and an output much larger than one process's share
-# gains from streaming stores (lap3d 256^3, 128 MiB: 10.4 ms streamed, 11.6 ms plain here).
+# gains from streaming stores (lap3d 256^3, 128 MiB: 11.1 ms streamed, 12.5 ms plain here).
 # 16 MiB is what half of a 32 MiB L3 (Zen 4/5, the issue 17 machines) gave before.
 STREAM_MIN_CAP = 16 * MIB
 STREAM_MIN_FLOOR = 1 * MIB

@@ -217,13 +217,17 @@ def _stream_min_bytes(profile: machine.MachineProfile) -> int:
 def _measure(knobs: list[list[Variant]], default: Callable[[], None],
              build: Callable[[Variant], Callable[[], None]]) -> tuple[Measurement, float]:
     """Coordinate descent over the knobs: each knob's alternatives against the best so far,
-    within ``tuning.BUDGET_S`` shared by the knobs. Returns the measurement (every variant
-    tried, its best time) and the seconds the candidates' builds took."""
+    within ``tuning.BUDGET_S`` shared by the knobs (a knob whose turn comes after the budget
+    is spent is not tried: at most one knob's single round more than the budget). Returns
+    the measurement (every variant tried, its best time) and the seconds the candidates'
+    builds took."""
     built_s, spent, best = 0.0, 0.0, DEFAULT
     times: dict[Variant, float] = {}
     runs: dict[Variant, Callable[[], None]] = {DEFAULT: default}
     warm: set[Variant] = set()
     for i, knob in enumerate(knobs):
+        if spent >= tuning.BUDGET_S:  # a slow call (or a loaded machine): the rest untried
+            break
         tried = [best]
         for alternative in knob:
             v = _merged(best, alternative)
