@@ -7,6 +7,7 @@ bit-identical, the choice stored and reused per machine, "off"/"on"/"measure", t
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import time
 
@@ -270,14 +271,16 @@ def _wisdom_files(tmp_path):
 
 
 def test_the_choice_is_measured_once_stored_and_reused(small_tuning, tmp_path, monkeypatch,
-                                                        capsys):
+                                                        capsys, caplog):
     a = np.random.default_rng(1).standard_normal((40, 300))
     sk.configure(dump="tune")
     expected = sk.stencil(backend="numpy")(jacobi2d)(a)
-    got = sk.stencil(backend="c")(jacobi2d)(a)
+    with caplog.at_level(logging.DEBUG, logger="stencilkit"):
+        got = sk.stencil(backend="c")(jacobi2d)(a)
     assert np.array_equal(got, expected)
     err = capsys.readouterr().err
     assert "tune: jacobi2d [c]" in err and "<- chosen" in err and "streaming=" in err
+    assert any("autotuned for 12000 points" in r.getMessage() for r in caplog.records)
     files = _wisdom_files(tmp_path)
     assert len(files) == 1
 
