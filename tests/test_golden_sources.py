@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from stencilkit.build import machine
+
 from .golden.corpus import CORPUS
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -38,6 +40,14 @@ def normalize(source: str) -> str:
 
 def golden_path(backend: str, name: str) -> Path:
     return GOLDEN / backend / f"{name}.{EXTENSIONS[backend]}"
+
+
+@pytest.fixture(autouse=True)
+def _reference_machine():
+    """The C backend derives constants from the machine (build/machine.py): the goldens are
+    rendered for the reference machine, whatever machine runs the test."""
+    with machine.assumed(machine.REFERENCE):
+        yield
 
 
 @pytest.mark.parametrize("backend", list(EXTENSIONS))

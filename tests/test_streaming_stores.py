@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
+from stencilkit.build import machine
 from stencilkit.build.toolchain import find_compiler
-from stencilkit.passes.lower_point import STREAM_CHUNK, STREAM_MIN_BYTES
+from stencilkit.passes.lower_point import STREAM_CHUNK
 
 pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
 
@@ -96,7 +97,8 @@ def test_generated_c_streams_large_outputs_only(monkeypatch):
     a = np.zeros((4, 4))
     fn = _function(st.generate(a, backend="c", out=np.zeros((4, 4))))
     # the streaming path runs when the output has STREAM_MIN_BYTES or more ...
-    assert f"if (sk_work >= {STREAM_MIN_BYTES // 8})" in fn
+    # (derived from this machine's last-level cache: build/machine.py)
+    assert f"if (sk_work >= {machine.current().stream_min_bytes() // 8})" in fn
     assert "sk_stream_copy(" in fn and "sk_store_fence();" in fn
     # ... and the plain loop otherwise: the store to out is in the else branch
     # (through the row's base: passes/hoist_rows.py)

@@ -16,8 +16,9 @@ import numpy as np
 
 from . import errors
 from .errors import StencilError
+from .ir.core import StrEnum
 
-_DUMP_STAGES = frozenset({"ir", "typed", "kernel", "plan", "code"})
+_DUMP_STAGES = frozenset({"ir", "typed", "kernel", "plan", "code", "tune"})
 
 
 def _env_dump() -> frozenset[str]:
@@ -41,6 +42,16 @@ def _env_cache_dir() -> Path:
 RACE_MODES = ("auto", "color", "atomic")
 
 
+class Autotune(StrEnum):
+    """``autotune=`` of ``configure``: whether the C backend measures its machine-dependent
+    variants (build/tuning.py, docs/performance.md "Autotuning")."""
+
+    OFF = "off"  # the machine-derived defaults only, nothing measured
+    ON = "on"  # calls of at least tuning.MIN_WORK points: measured once per machine, then
+    # the stored choice ("wisdom" in the cache directory)
+    MEASURE = "measure"  # measured again now, whatever is stored (and the choice stored)
+
+
 @dataclass(frozen=True)
 class Config:
     """Process-wide defaults; stencils snapshot what they need when they build."""
@@ -54,6 +65,10 @@ class Config:
     openmp: bool = field(default_factory=lambda: os.environ.get("STENCILKIT_OPENMP", "1") != "0")
     lazy: bool = False
     race: str = field(default_factory=lambda: os.environ.get("STENCILKIT_RACE", "auto"))
+    #: an ``Autotune`` value (STENCILKIT_AUTOTUNE); "on" measures only calls large enough to
+    #: matter, so small calls (and the test suite) never pay for it
+    autotune: str = field(
+        default_factory=lambda: os.environ.get("STENCILKIT_AUTOTUNE", "on").strip().lower())
     #: The OpenCL device: None (first GPU, else first CPU), "P:D", or part of its name
     opencl_device: str | None = field(
         default_factory=lambda: os.environ.get("STENCILKIT_OPENCL_DEVICE") or None)
@@ -210,7 +225,14 @@ def _check_race(value: str) -> str:
     return value
 
 
+def _check_autotune(value: str) -> str:
+    if value not in {a.value for a in Autotune}:
+        raise _Bad(f"one of {tuple(a.value for a in Autotune)}")
+    return Autotune(value).value
+
+
 _FIELD_CHECKS: dict[str, typing.Callable[[typing.Any], object]] = {
+    "autotune": _check_autotune,
     "backend": _check_backend,
     "dump": _check_dump,
     "race": _check_race,

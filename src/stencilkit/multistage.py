@@ -33,6 +33,7 @@ from .frontend.computation import parameter_defaults, parse_computation
 from .ir import computation as c
 from .log import build_event
 from .passes.inline_temporaries import inline_temporaries
+from .registry.c_autotune import tune_computation_call
 from .runtime import hostile
 from .runtime.computation_args import ComputationArguments
 
@@ -255,7 +256,7 @@ class ComputationStencil:
         temps = self._temporaries(geo, plan, chosen, fields)
         if geo.plane_shapes:
             values, fields = self._planes(geo, chosen, values, fields, device)
-        _, run = self._build(chosen, fields)
+        _, run = self._build(chosen, fields, None if on_device else (values, temps, geo))
         written: dict[str, np.ndarray] = {}
         if chosen.capabilities.compiled and not on_device:  # type: ignore[union-attr]
             values, written = self._arguments.aligned(values, fields)
@@ -382,8 +383,11 @@ class ComputationStencil:
         return ComputationRequest(backend, plan.definition, plan.schedule, self.source, fields,
                                   self.fast_math)
 
-    def _build(self, backend: registry.Backend, fields: dict[str, np.ndarray] | None):
-        """(source, launcher) of the build for ``fields``' layout."""
+    def _build(self, backend: registry.Backend, fields: dict[str, np.ndarray] | None,
+               call: tuple | None = None):
+        """(source, launcher) of the build for ``fields``' layout; ``call``: the (values,
+        temporaries, geometry) of the call it is built for, which the C backend may time
+        its variants on (registry/c_autotune.py)."""
         key = (backend.name, layout_key(backend, fields, self.definition))
         built = self._builds.get(key)
         if built is None:
@@ -393,7 +397,10 @@ class ComputationStencil:
             build_event("computation %r: built for backend %r in %.3f s", self.__name__,
                         backend.name, time.perf_counter() - started,
                         verbose=getattr(self, "verbose", False))
-            built = (artifact.source, artifact.entry)
+            run = artifact.entry
+            if call is not None:
+                run = tune_computation_call(run, request, artifact.source, *call)
+            built = (artifact.source, run)
             self._builds[key] = built
         return built
 

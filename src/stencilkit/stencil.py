@@ -39,6 +39,7 @@ from .ir import border_modes
 from .ir import definition as d
 from .log import build_event
 from .passes.lower_point import Layout
+from .registry.c_autotune import tune_point_call
 from .runtime import hostile
 from .runtime.launch import PointCall, check_shapes
 
@@ -428,11 +429,13 @@ class PointStencil:
         build_event("point kernel %r: built for backend %r (%s) in %.3f s", name, chosen.name,
                     ", ".join(str(t) for t in types), time.perf_counter() - started)
         self._last = (chosen.name, typed, source)
-        return chosen.launcher("point")(
+        call = chosen.launcher("point")(
             entry, out_dtype, cval, self.cval is not None and border_modes.any_constant(self.mode),
             name,
             kernel.loc,
             array_positions=arrays, relative_positions=relative, source=source)
+        tune_point_call(call, request, args)  # the C backend's measured choice, if any
+        return call
 
     def axis_modes(self, ndim: int) -> tuple[str, ...]:
         """The border mode of each of ``ndim`` axes; a StencilTypeError when

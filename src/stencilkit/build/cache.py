@@ -529,6 +529,41 @@ def load_extension(path: Path, module: str) -> ModuleType:
     return mod
 
 
+# ----------------------------------------------------------------------------- wisdom
+#
+# Measured choices (build/tuning.py), one small JSON file per key under wisdom/: written
+# atomically (a temporary file renamed over), read with a size limit, and a file that does
+# not parse is a miss (measured again), never an error. clear() removes them with the rest.
+
+_WISDOM = "wisdom"
+_WISDOM_LIMIT = 1 << 14
+
+
+def read_wisdom(k: str) -> dict[str, object] | None:
+    """The record stored under ``k`` by ``write_wisdom``, or None."""
+    path = root() / _WISDOM / f"{k}.json"
+    try:
+        data, _ = _read_checked(path, _WISDOM_LIMIT)
+        record = json.loads(data)
+    except (OSError, ValueError, _Untrusted):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def write_wisdom(k: str, record: dict[str, object]) -> None:
+    """Store ``record`` (JSON) under ``k``; a cache that cannot be written only warns."""
+    directory = root() / _WISDOM
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{k[:16]}-", dir=directory)
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, directory / f"{k}.json")
+    except OSError as exc:
+        _warn_once(f"wisdom {directory}", f"stencilkit: could not store a tuning choice in "
+                   f"{directory} ({exc.strerror}); it is measured again by the next process")
+
+
 # ----------------------------------------------------------------------------- maintenance
 
 def info() -> dict[str, object]:

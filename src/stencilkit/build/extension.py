@@ -9,6 +9,7 @@ from ..config import current, fast_math
 from ..errors import BackendError
 from . import cache
 from .toolchain import Toolchain, missing_function_error, toolchain
+from .tuning import current_variant
 
 #: What ``fast_math=True`` adds to the C flags (after -ffp-contract=off, so these win):
 #: contraction into FMA and reassociation (reductions vectorize). Not -ffast-math, whose
@@ -21,7 +22,7 @@ def current_toolchain() -> Toolchain:
     asked for them (the flags are part of its identity, hence of every cache key)."""
     cfg = current()
     fast = FAST_MATH_FLAGS if fast_math() else ()
-    return toolchain(cfg.cc, cfg.cflags + fast, cfg.openmp)
+    return toolchain(cfg.cc, cfg.cflags + fast + current_variant().flags, cfg.openmp)
 
 
 def module_name(key: str) -> str:

@@ -78,6 +78,78 @@ def _cpu_identity() -> str:
         return platform.machine() + platform.processor()
 
 
+#: The compiler's predefined macros under -march=native -> the vector extensions they mean
+_ISA_MACROS = {"__SSE4_2__": "sse4.2", "__AVX__": "avx", "__AVX2__": "avx2", "__FMA__": "fma",
+               "__AVX512F__": "avx512f", "__AVX512BW__": "avx512bw",
+               "__AVX512VL__": "avx512vl", "__AVX512FP16__": "avx512fp16",
+               "__ARM_NEON": "neon", "__ARM_FEATURE_SVE": "sve"}
+_RESOLVED = re.compile(r"^\s*-m(arch|tune)=\s+(\S+)\s*$", re.M)
+_VALID = re.compile(r"valid arguments to .-mtune=. switch are: ([^\n]*)")
+
+
+@dataclass(frozen=True)
+class NativeTarget:
+    """What ``-march=native`` means to a compiler here: the vector extensions it enables,
+    the processor names it resolves to ("" where it does not say: clang), and the
+    ``-mtune=`` names it knows."""
+
+    isa: tuple[str, ...]
+    march: str
+    mtune: str
+    known_tunes: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=4)
+def native_target(cc: str | None = None) -> NativeTarget:
+    """``cc``'s reading of -march=native (three short runs of the compiler, once per process
+    and compiler); an empty target where there is no compiler."""
+    found = find_compiler(cc)
+    if found is None:
+        return NativeTarget((), "", "", ())
+    cmd = found.split()
+
+    def run(*args: str) -> str:
+        try:
+            proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=30,
+                                  input="")
+            return proc.stdout + proc.stderr
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    macros = run("-march=native", "-dM", "-E", "-x", "c", "-")
+    defined = {ln.split()[1] for ln in macros.splitlines() if ln.startswith("#define ")}
+    isa = tuple(sorted(name for macro, name in _ISA_MACROS.items() if macro in defined))
+    resolved = dict(_RESOLVED.findall(run("-march=native", "-Q", "--help=target")))
+    valid = _VALID.search(run("-mtune=stencilkit-probe", "-E", "-x", "c", "-"))
+    tunes = tuple(valid.group(1).split()) if valid else ()
+    return NativeTarget(isa, resolved.get("arch", ""), resolved.get("tune", ""), tunes)
+
+
+# The nearest processor GCC has a model for, by vendor and the newest extension present:
+# for a CPU newer than the compiler (its -march=native tunes as "generic"). Tried in order,
+# the first the compiler knows wins.
+_NEAREST_TUNES = {
+    "GenuineIntel": (("avx512fp16", ("sapphirerapids", "icelake-server")),
+                     ("avx512f", ("icelake-server", "skylake-avx512")),
+                     ("avx2", ("alderlake", "skylake", "haswell"))),
+    "AuthenticAMD": (("avx512f", ("znver5", "znver4", "znver3")),
+                     ("avx2", ("znver3", "znver2"))),
+}
+
+
+def nearest_tune(vendor: str, target: NativeTarget) -> str | None:
+    """``-mtune=`` of the nearest processor the compiler knows, where -march=native tunes
+    for "generic" (it does not know this one); None where it knows it, or knows no
+    neighbour. The ISA stays -march=native's: only scheduling and vector-width heuristics
+    change, so the code runs wherever the native code runs."""
+    if target.mtune != "generic":
+        return None
+    for extension, names in _NEAREST_TUNES.get(vendor, ()):
+        if extension in target.isa:
+            return next((n for n in names if n in target.known_tunes), None)
+    return None
+
+
 def find_compiler(explicit: str | None = None) -> str | None:
     for candidate in (explicit, os.environ.get("CC"), "gcc", "clang", "cc"):
         if candidate and shutil.which(candidate.split()[0]):

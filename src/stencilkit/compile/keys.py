@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..build import cache
+from ..build import cache, machine, tuning
 from ..build.cache import back_key  # noqa: F401 (the driver's back key; build/ keys with it too)
 
 if TYPE_CHECKING:
@@ -39,8 +39,12 @@ GENERATION_ENVIRONMENT = ("STENCILKIT_STREAM_MIN_BYTES",)
 
 
 def target(backend: object) -> str:
-    """The backend and its stage declaration, and the environment the stages read."""
+    """The backend and its stage declaration, the environment the stages read, and for the
+    C backend the machine its constants are derived from and the variant being built
+    (``build.machine``, ``build.tuning``)."""
     env = tuple(os.environ.get(name) for name in GENERATION_ENVIRONMENT)
-    return repr((getattr(backend, "name", backend), getattr(backend, "pieces", None), env))
+    name = getattr(backend, "name", backend)
+    tuned = (machine.current().key, tuning.current_variant().key) if name == "c" else ()
+    return repr((name, getattr(backend, "pieces", None), env, *tuned))
 
 

@@ -31,7 +31,8 @@ from .single_exit import RESULT
 
 OUT = "out"
 # Outputs of at least this many bytes are written with non-temporal stores (a
-# ``StreamedRow``): half this machine class's L3 (32 MB on the EPYC the benchmarks ran on).
+# ``StreamedRow``): half this machine class's L3 (32 MB on the EPYC the benchmarks ran on);
+# the C backend derives both constants from the machine instead (build/machine.py).
 # Smaller outputs are likely still in cache for the next kernel, and their write-allocate
 # reads hit the cache. Overridable with STENCILKIT_STREAM_MIN_BYTES (read when a kernel is
 # lowered; it is part of the generated source, hence of the cache key).
@@ -502,9 +503,17 @@ class PointLowering:
 
 
 def stream_min_bytes() -> int:
-    """``STREAM_MIN_BYTES``, or the environment's STENCILKIT_STREAM_MIN_BYTES."""
+    """``STREAM_MIN_BYTES``, or the environment's STENCILKIT_STREAM_MIN_BYTES. (The C
+    backend then fits the threshold to the machine unless the variable is set:
+    ``passes.streamed_rows``.)"""
+    override = stream_min_bytes_override()
+    return STREAM_MIN_BYTES if override is None else override
+
+
+def stream_min_bytes_override() -> int | None:
+    """The environment's STENCILKIT_STREAM_MIN_BYTES, or None."""
     env = os.environ.get("STENCILKIT_STREAM_MIN_BYTES", "").strip()
-    return int(env) if env.isdigit() else STREAM_MIN_BYTES
+    return int(env) if env.isdigit() else None
 
 
 def remap_index(mode: str, j: k.Expr, n: k.Expr) -> k.Expr:

@@ -58,12 +58,22 @@ def _probe(cc: str | None, cflags: tuple[str, ...], openmp: bool) -> Verdict:
 # ------------------------------------------------------------------ stages (compile.driver)
 
 def lower_point(req: PointRequest, work: Work) -> Work:
-    """The point kernel's IR, with streaming stores where the platform has them."""
+    """The point kernel's IR, with streaming stores where the platform has them: from the
+    threshold and in the row chunks this machine's caches give (``build.machine``), or as
+    the variant being measured or chosen says (``build.tuning``)."""
+    from ..build import machine, tuning
+    from ..passes.lower_point import stream_min_bytes_override
+    from ..passes.streamed_rows import fit_streamed_rows
 
     layout = dataclasses.replace(req.layout,
                                  streaming_stores=req.backend.platform().streaming_stores)
     kf = lower(req.typed, layout, req.src.line_text, filename(req.src), req.out_dtype,
                req.mode)
+    profile = machine.current()
+    explicit = stream_min_bytes_override() is not None
+    kf = fit_streamed_rows(kf, min_bytes=None if explicit else profile.stream_min_bytes(),
+                           chunk=profile.stream_chunk(),
+                           streaming=tuning.current_variant().streaming)
     return work.but(kernels=(kf,))
 
 
@@ -117,10 +127,11 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
 
 def collapse_rows(req: ComputationRequest, work: Work) -> Work:
     """K contiguous: the J and K loops collapse where rows are contiguous."""
+    from ..build import tuning
     from ..passes.collapse_rows import collapse_contiguous_rows
 
     lowering = work.facts["lowering"]
-    if lowering.loop_order() != [0, 1, 2]:
+    if lowering.loop_order() != [0, 1, 2] or tuning.current_variant().collapse is False:
         return work
     kf = collapse_contiguous_rows(work.kernels[0], lowering.counters[1], lowering.counters[2],
                                   lowering.domain[1], lowering.domain[2],

@@ -1,0 +1,157 @@
+"""Measured choices for the C backend (issue 30): the knobs whose best setting depends on the
+machine, the variant being built, timing candidates within a budget, and the "wisdom" that
+remembers a choice per (kernel, signature, size class, machine).
+
+The knobs are the ones that moved the numbers (docs/performance.md, "Autotuning"):
+streaming or plain stores of a point kernel's output, the vector width GCC prefers on a CPU
+with AVX-512, and ``-mtune=`` of the nearest processor the compiler knows where it does not
+know this one. Every variant computes the same values with the same operations in the same
+order per element (the knobs change where stores go and how loops are vectorized, never the
+arithmetic: ``-ffp-contract=off`` and no reassociation stay), so results are bit-identical
+whatever is chosen (tests/test_tuning.py runs every candidate).
+
+How the cost is bounded (FFTW's wisdom, Devito's "basic" autotuning mode): only calls of at
+least ``MIN_WORK`` points are tuned; knobs are tried one at a time, each against the best so
+far (coordinate descent: at most 1 + number of knobs builds, not their product); the timed
+runs are interleaved rounds, stopped after ``BUDGET_S`` seconds of running or
+``MAX_ROUNDS``; and the choice is stored, so it is paid once per machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ..config import Autotune  # noqa: F401 (the modes, re-exported for the tuner)
+
+#: calls with fewer points than this run the default variant and are never measured: the
+#: C call of a 64^3 Laplacian takes about 0.1 ms, where no knob here moves anything
+MIN_WORK = 1 << 20
+#: seconds of timed runs per kernel and size class, shared by its knobs (the builds of the
+#: candidates come on top, once per machine: they are cached as any other build)
+BUDGET_S = 0.6
+MAX_ROUNDS = 7
+#: a candidate must beat the default by this fraction to be chosen: below it, the shared
+#: machine's noise decides, and the default is as good
+MIN_GAIN = 0.03
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One setting of the knobs; None: the default (machine-derived) choice."""
+
+    streaming: bool | None = None  # a point kernel's large outputs with streaming stores
+    vector_bits: int | None = None  # -mprefer-vector-width=
+    tune: str | None = None  # -mtune=
+    collapse: bool | None = None  # a computation's contiguous J/K rows as one loop
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The compiler flags the variant adds to the toolchain's."""
+        out = []
+        if self.vector_bits is not None:
+            out.append(f"-mprefer-vector-width={self.vector_bits}")
+        if self.tune is not None:
+            out.append(f"-mtune={self.tune}")
+        return tuple(out)
+
+    @property
+    def key(self) -> str:
+        return "" if self == DEFAULT else repr(self.to_json())
+
+    def to_json(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_json(cls, data: object) -> Variant:
+        if not isinstance(data, dict):
+            raise ValueError(f"not a variant: {data!r}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        if not set(data) <= names:
+            raise ValueError(f"unknown knobs {sorted(set(data) - names)}")
+        v = cls(**data)
+        if not all(isinstance(x, t) or x is None for x, t in (
+                (v.streaming, bool), (v.vector_bits, int), (v.tune, str), (v.collapse, bool))):
+            raise ValueError(f"a knob of the wrong type: {data!r}")
+        return v
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.to_json().items()) or "default"
+
+
+DEFAULT = Variant()
+
+_building: contextvars.ContextVar[Variant] = contextvars.ContextVar(
+    "stencilkit_variant", default=DEFAULT)
+
+
+def current_variant() -> Variant:
+    """The variant being built (``DEFAULT`` outside ``building``)."""
+    return _building.get()
+
+
+@contextlib.contextmanager
+def building(variant: Variant) -> Iterator[None]:
+    """Builds inside make ``variant`` (in this thread or task only)."""
+    token = _building.set(variant)
+    try:
+        yield
+    finally:
+        _building.reset(token)
+
+
+def size_class(points: int) -> int:
+    """Calls whose sizes are within a factor of two share a choice."""
+    return max(0, int(points)).bit_length()
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one tuning found: the best time of each candidate tried (seconds), the choice,
+    and how long the timed runs took in all."""
+
+    times: tuple[tuple[Variant, float], ...]
+    choice: Variant
+    seconds: float
+
+    def table(self) -> str:
+        best = min(t for _, t in self.times)
+        rows = [f"  {v.describe():<40} {t * 1e3:9.3f} ms  x{t / best:5.3f}"
+                + ("  <- chosen" if v == self.choice else "") for v, t in self.times]
+        return "\n".join(rows)
+
+
+def fastest(candidates: list[tuple[Variant, Callable[[], None]]], *,
+            budget_s: float = BUDGET_S, baseline: Variant = DEFAULT,
+            warm: set[Variant] | None = None
+            ) -> tuple[Variant, dict[Variant, float], float]:
+    """The candidate whose best time is least, with every best time and the seconds spent.
+
+    A candidate not in ``warm`` runs once untimed first (its first run pays page faults and
+    loading; it is added to ``warm``); then interleaved rounds (a burst of load on a shared
+    machine hits every candidate alike) until ``budget_s`` is spent, at least one and at
+    most ``MAX_ROUNDS``. A candidate replaces ``baseline`` only when it is ``MIN_GAIN``
+    faster."""
+    started = time.perf_counter()
+    warm = set() if warm is None else warm
+    for v, run in candidates:
+        if v not in warm:
+            run()
+            warm.add(v)
+    best = {v: float("inf") for v, _ in candidates}
+    for _ in range(MAX_ROUNDS):
+        for v, run in candidates:
+            t = time.perf_counter()
+            run()
+            best[v] = min(best[v], time.perf_counter() - t)
+        if time.perf_counter() - started > budget_s:
+            break
+    choice = min(best, key=lambda v: best[v])
+    if baseline in best and best[choice] > best[baseline] * (1 - MIN_GAIN):
+        choice = baseline
+    return choice, best, time.perf_counter() - started

@@ -1,0 +1,390 @@
+"""Issue 30: the machine profile and the constants derived from it (build/machine.py), the
+nearest known -mtune for a CPU the compiler does not know (build/toolchain.py), and the
+measured choices of the C backend (build/tuning.py, registry/c_autotune.py): every variant
+bit-identical, the choice stored and reused per machine, "off"/"on"/"measure", the caller's
+``out`` untouched while candidates run."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import time
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit.build import cache, machine, toolchain, tuning
+from stencilkit.build.tuning import DEFAULT, Variant
+from stencilkit.gtscript import BACKWARD, FORWARD, PARALLEL, Field, computation, interval
+from stencilkit.registry import c_autotune
+
+pytestmark = pytest.mark.skipif(sk.registry.REGISTRY["c"].probe() is not None,
+                                reason="no working C compiler")
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+# ---------------------------------------------------------------- the profile
+
+
+def _profile(**changes) -> machine.MachineProfile:
+    return dataclasses.replace(machine.REFERENCE, **changes)
+
+
+def test_the_reference_machine_gives_the_measured_constants():
+    # issue 17's numbers: 16 MiB (half of a 32 MiB L3), 448 float64 per row chunk
+    assert machine.REFERENCE.stream_min_bytes() == 16 * MIB
+    assert machine.REFERENCE.stream_chunk() == 448
+
+
+@pytest.mark.parametrize("l1d, chunk", [(32 * KIB, 320), (48 * KIB, 448), (64 * KIB, 640),
+                                        (16 * KIB, 128), (2 * KIB, 64)])
+def test_the_row_chunk_follows_l1d_in_whole_lines_and_avoids_4k_aliasing(l1d, chunk):
+    n = _profile(l1d=l1d).stream_chunk()
+    assert n == chunk
+    assert n % 64 == 0 and n % 512 != 0
+
+
+@pytest.mark.parametrize("l3, threshold", [(300 * MIB, 16 * MIB), (8 * MIB, 4 * MIB),
+                                           (1 * MIB, 1 * MIB)])
+def test_the_streaming_threshold_is_half_the_llc_within_bounds(l3, threshold):
+    assert _profile(l3=l3).stream_min_bytes() == threshold
+
+
+def test_vector_widths_follow_the_isa():
+    assert _profile(isa=("avx", "avx2", "avx512f")).vector_bytes == 64
+    assert _profile(isa=("avx", "avx2")).vector_bytes == 32
+    assert _profile(isa=("neon",)).vector_bytes == 16
+    assert _profile(isa=("sse4.2",)).short_vector_bytes() == 16
+    assert _profile(isa=("avx512f",)).short_vector_bytes() == 32
+
+
+def test_cache_sizes_are_read_and_parsed():
+    assert machine._parse_size("48K") == 48 * KIB and machine._parse_size("300M") == 300 * MIB
+    assert machine._parse_size("1024") == 1024
+    l1d, l2, l3 = machine.cache_sizes()
+    assert 4 * KIB <= l1d <= l2 and l1d > 0
+
+
+def test_this_machine_has_a_profile_in_the_front_key():
+    p = machine.detect()
+    assert p.l1d > 0 and p.cpus >= 1 and p.key
+    if toolchain.find_compiler() and p.arch == "x86_64":
+        assert "sse4.2" in p.isa or "avx" in p.isa  # read from the compiler's macros
+
+
+# ---------------------------------------------------------------- the unknown CPU
+
+
+_TUNES = ("generic", "skylake-avx512", "icelake-server", "sapphirerapids", "znver2", "znver3")
+
+
+@pytest.mark.parametrize("vendor, isa, tune, nearest", [
+    ("GenuineIntel", ("avx2", "avx512f", "avx512fp16"), "generic", "sapphirerapids"),
+    ("GenuineIntel", ("avx2", "avx512f"), "generic", "icelake-server"),
+    # GCC 12 on Zen 5: no znver4/5 model, znver3 is the nearest it has
+    ("AuthenticAMD", ("avx2", "avx512f"), "generic", "znver3"),
+    ("GenuineIntel", ("avx2", "avx512f", "avx512fp16"), "sapphirerapids", None),  # known
+    ("SomeVendor", ("avx2",), "generic", None),
+])
+def test_the_nearest_known_tune_is_chosen_only_for_an_unknown_cpu(vendor, isa, tune, nearest):
+    target = toolchain.NativeTarget(isa, "x86-64", tune, _TUNES)
+    assert toolchain.nearest_tune(vendor, target) == nearest
+
+
+def test_the_nearest_tune_is_a_candidate_unless_the_user_chose_one():
+    p = _profile(nearest_tune="znver3")
+    assert machine.tune_candidates(p, ()) == ("znver3",)
+    assert machine.tune_candidates(p, ("-mtune=native",)) == ()
+    assert machine.tune_candidates(p, ("-march=x86-64-v3",)) == ()
+    assert machine.tune_candidates(_profile(), ()) == ()
+    knobs = c_autotune.common_knobs(p)
+    assert [Variant(tune="znver3")] in knobs
+    assert [Variant(vector_bits=256), Variant(vector_bits=512)] in knobs
+    assert c_autotune.common_knobs(_profile(isa=("avx2",))) == []
+
+
+def test_native_target_reads_the_compiler():
+    if toolchain.find_compiler() is None:
+        pytest.skip("no C compiler")
+    t = toolchain.native_target()
+    assert isinstance(t.isa, tuple) and all(isinstance(x, str) for x in t.known_tunes)
+
+
+# ---------------------------------------------------------------- variants and measurement
+
+
+def test_variants_round_trip_and_bad_records_are_refused():
+    v = Variant(streaming=False, vector_bits=256, tune="generic")
+    assert Variant.from_json(v.to_json()) == v
+    assert v.flags == ("-mprefer-vector-width=256", "-mtune=generic")
+    assert DEFAULT.key == "" and v.key != ""
+    for bad in ({"streaming": "yes"}, {"colour": 1}, [1]):
+        with pytest.raises(ValueError):
+            Variant.from_json(bad)
+
+
+def test_fastest_takes_the_fastest_and_keeps_the_baseline_within_noise(monkeypatch):
+    clock = [0.0]  # a fake clock: each run advances it by its candidate's cost
+    monkeypatch.setattr(tuning.time, "perf_counter", lambda: clock[0])
+    slow, fast = Variant(streaming=True), Variant(streaming=False)
+    costs = {DEFAULT: 0.004, slow: 0.008, fast: 0.001}
+
+    def run(v):
+        def go():
+            clock[0] += costs[v]
+        return go
+
+    choice, times, spent = tuning.fastest([(v, run(v)) for v in costs], budget_s=0.05)
+    assert choice == fast and times == pytest.approx(costs)
+    assert 0.05 < spent < 0.1
+    costs[fast] = 0.0039  # faster, but by less than MIN_GAIN: the baseline stays
+    choice, _, _ = tuning.fastest([(v, run(v)) for v in costs], budget_s=0.05)
+    assert choice == DEFAULT
+
+
+def test_the_budget_bounds_the_timed_runs():
+    calls = []
+    choice, _, spent = tuning.fastest([(DEFAULT, lambda: (calls.append(1), time.sleep(0.02)))],
+                                      budget_s=0.01)
+    assert len(calls) == 2  # the untimed first run and one round: the budget was spent
+    assert spent < 0.2
+
+
+# ---------------------------------------------------------------- bit-identical variants
+
+
+def lap3d(a):
+    return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1]
+            - 6.0 * a[0, 0, 0])
+
+
+def jacobi2d(a):
+    return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+
+def hdiff(inp: Field[np.float64], coeff: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        lap = 4.0 * inp - (inp[1, 0, 0] + inp[-1, 0, 0] + inp[0, 1, 0] + inp[0, -1, 0])
+        flx = lap[1, 0, 0] - lap
+        flx = 0.0 if flx * (inp[1, 0, 0] - inp) > 0.0 else flx
+        fly = lap[0, 1, 0] - lap
+        fly = 0.0 if fly * (inp[0, 1, 0] - inp) > 0.0 else fly
+        out = inp - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841
+
+
+def tridiag(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64],
+            d: Field[np.float64], x: Field[np.float64]):
+    with computation(FORWARD):
+        with interval(0, 1):
+            cp = c / b
+            dp = d / b
+        with interval(1, None):
+            m = 1.0 / (b - a * cp[0, 0, -1])
+            cp = c * m
+            dp = (d - a * dp[0, 0, -1]) * m
+    with computation(BACKWARD):
+        with interval(-1, None):
+            x = dp
+        with interval(0, -1):
+            x = dp - cp * x[0, 0, 1]  # noqa: F841
+
+
+# a tuning that differs from the default where the compiler does not know this CPU
+_TUNE = machine.detect().nearest_tune or "generic"
+_POINT_VARIANTS = (Variant(streaming=True), Variant(streaming=False),
+                   Variant(vector_bits=256), Variant(vector_bits=512),
+                   Variant(tune=_TUNE))
+_COMPUTATION_VARIANTS = (Variant(collapse=False), Variant(vector_bits=256),
+                         Variant(tune=_TUNE))
+
+
+def _point_result(func, a, variant):
+    with tuning.building(variant):
+        return sk.stencil(backend="c")(func)(a)
+
+
+@pytest.mark.parametrize("func, shape", [(lap3d, (9, 11, 453)), (jacobi2d, (13, 1001))])
+def test_every_point_variant_is_bit_identical(func, shape):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(shape)
+    expected = _point_result(func, a, DEFAULT)
+    for v in _POINT_VARIANTS:
+        got = _point_result(func, a, v)
+        assert np.array_equal(got, expected), v
+    # the streamed variant really streams at this size (threshold 0), the plain one not
+    with tuning.building(Variant(streaming=True)):
+        assert c_autotune.has_streamed_rows(sk.stencil(backend="c")(func).generate(a))
+    with tuning.building(Variant(streaming=False)):
+        assert not c_autotune.has_streamed_rows(sk.stencil(backend="c")(func).generate(a))
+
+
+def _hdiff_fields(rng):
+    shape = (14, 13, 17)
+    return (rng.standard_normal(shape), rng.random(shape), np.zeros(shape))
+
+
+def _tridiag_fields(rng):
+    shape = (6, 7, 19)
+    a, c, d = (rng.random(shape) for _ in range(3))
+    return (a, 4.0 + rng.random(shape), c, d, np.zeros(shape))
+
+
+@pytest.mark.parametrize("definition, fields, run", [
+    (hdiff, _hdiff_fields,
+     lambda st, f: st(*f, origin=(2, 2, 0), domain=(f[0].shape[0] - 4, f[0].shape[1] - 4,
+                                                    f[0].shape[2]))),
+    (tridiag, _tridiag_fields, lambda st, f: st(*f)),
+])
+def test_every_computation_variant_is_bit_identical(definition, fields, run):
+    results = []
+    for v in (DEFAULT, *_COMPUTATION_VARIANTS):
+        f = fields(np.random.default_rng(3))
+        with tuning.building(v):
+            st = sk.stencil(definition, backend="c")
+            run(st, f)
+            source = st.generate() if hasattr(st, "generate") else ""
+        results.append((v, f[-1], source))
+    for v, out, _ in results[1:]:
+        assert np.array_equal(out, results[0][1]), v
+    if definition is hdiff:  # collapse=False leaves the J/K loops as they were
+        collapsed = [s for v, _, s in results if v == DEFAULT][0]
+        kept = [s for v, _, s in results if v == Variant(collapse=False)][0]
+        assert collapsed != kept
+
+
+# ---------------------------------------------------------------- the tuner
+
+
+@pytest.fixture
+def small_tuning(monkeypatch, tmp_path):
+    """Calls of 64 points and more are tuned; a fresh cache directory."""
+    monkeypatch.setattr(tuning, "MIN_WORK", 64)
+    monkeypatch.setattr(tuning, "BUDGET_S", 0.05)
+    sk.configure(cache_dir=tmp_path, autotune="on")
+
+
+def _wisdom_files(tmp_path):
+    return sorted(tmp_path.rglob("wisdom/*.json"))
+
+
+def test_the_choice_is_measured_once_stored_and_reused(small_tuning, tmp_path, monkeypatch,
+                                                        capsys, caplog):
+    a = np.random.default_rng(1).standard_normal((40, 300))
+    sk.configure(dump="tune")
+    expected = sk.stencil(backend="numpy")(jacobi2d)(a)
+    with caplog.at_level(logging.DEBUG, logger="stencilkit"):
+        got = sk.stencil(backend="c")(jacobi2d)(a)
+    assert np.array_equal(got, expected)
+    err = capsys.readouterr().err
+    assert "tune: jacobi2d [c]" in err and "<- chosen" in err and "streaming=" in err
+    assert any("autotuned for 12000 points" in r.getMessage() for r in caplog.records)
+    files = _wisdom_files(tmp_path)
+    assert len(files) == 1
+
+    def refuse(*args):
+        raise AssertionError("measured although a choice is stored")
+
+    monkeypatch.setattr(c_autotune, "_measure", refuse)
+    sk.configure(dump=())
+    assert np.array_equal(sk.stencil(backend="c")(jacobi2d)(a), expected)  # "on": stored
+    measured = []
+    monkeypatch.setattr(c_autotune, "_measure", lambda *args: measured.append(1) or refuse())
+    sk.configure(autotune="off")
+    sk.stencil(backend="c")(jacobi2d)(a)
+    assert measured == []
+    sk.configure(autotune="measure")
+    with pytest.raises(AssertionError):  # "measure" measures although a choice is stored
+        sk.stencil(backend="c")(jacobi2d)(a)
+    assert measured == [1]
+
+
+def test_small_calls_are_not_tuned(small_tuning, tmp_path):
+    sk.stencil(backend="c")(jacobi2d)(np.ones((4, 4)))  # 16 points < 64
+    assert _wisdom_files(tmp_path) == []
+
+
+def test_the_chosen_variant_is_the_calls_entry_and_callers_out_is_untouched(
+        small_tuning, monkeypatch):
+    forced = Variant(streaming=True)
+    monkeypatch.setattr(tuning, "fastest", lambda cands, **kw: (
+        forced if forced in dict(cands) else kw["baseline"], {v: 1.0 for v, _ in cands}, 0.0))
+    a = np.random.default_rng(2).standard_normal((40, 300))
+    out = np.full_like(a, np.nan)
+    seen = []
+    measure = c_autotune._measure
+
+    def watched(*args):
+        found = measure(*args)
+        seen.append(np.isnan(out).all())  # the candidates ran on a stand-in
+        return found
+
+    monkeypatch.setattr(c_autotune, "_measure", watched)
+    st = sk.stencil(backend="c")(jacobi2d)
+    st(a, out=out)
+    assert seen == [True]
+    assert np.array_equal(out[1:-1, 1:-1], sk.stencil(backend="numpy")(jacobi2d)(a)[1:-1, 1:-1])
+    (call,) = st._specs.values()
+    with tuning.building(forced):
+        streamed = st.generate(a)
+    assert c_autotune.has_streamed_rows(streamed)
+    module = call.entry.__self__.__name__
+    assert module == "sk_" + re.sub(r"\W", "", module[3:])  # a generated module
+    with sk.configure(autotune="off"):
+        plain = sk.stencil(backend="c")(jacobi2d)
+        plain(a)
+        (plain_call,) = plain._specs.values()
+    assert plain_call.entry.__self__.__name__ != module
+
+
+def test_a_damaged_wisdom_record_is_measured_again(small_tuning, tmp_path):
+    a = np.ones((40, 300))
+    sk.stencil(backend="c")(jacobi2d)(a)
+    (path,) = _wisdom_files(tmp_path)
+    path.write_text("{not json")
+    assert cache.read_wisdom(path.stem) is None
+    sk.stencil(backend="c")(jacobi2d)(a)
+    assert cache.read_wisdom(path.stem) is not None
+
+
+def test_a_bad_autotune_value_is_refused():
+    with pytest.raises(sk.StencilError, match="autotune='sometimes'"):
+        sk.configure(autotune="sometimes")
+
+
+def increment(x: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        x = x + 1.0  # noqa: F841
+
+
+def test_a_computation_in_place_is_tuned_on_copies(small_tuning, tmp_path, capsys):
+    """The candidates run several times; on the caller's field an in-place update would be
+    applied once per run."""
+    sk.configure(autotune="measure", dump="tune")
+    x = np.random.default_rng(4).standard_normal((8, 9, 10))
+    expected = x + 1.0
+    sk.stencil(increment, backend="c")(x)
+    assert "tune: increment [c]" in capsys.readouterr().err  # it was measured
+    assert np.array_equal(x, expected)
+    assert len(_wisdom_files(tmp_path)) == 1
+
+
+def test_knobs_after_the_budget_are_not_tried(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(tuning.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(c_autotune.time, "perf_counter", lambda: clock[0])
+    built = []
+
+    def run():
+        clock[0] += tuning.BUDGET_S  # one run spends the whole budget
+
+    def build(v):
+        built.append(v)
+        return run
+
+    knobs = [[Variant(streaming=False)], [Variant(vector_bits=256)]]
+    found, _ = c_autotune._measure(knobs, run, build)
+    assert built == [Variant(streaming=False)]
+    assert {v for v, _ in found.times} == {DEFAULT, Variant(streaming=False)}
