@@ -17,7 +17,7 @@ import numpy as np
 from . import errors
 from .errors import StencilError
 
-_DUMP_STAGES = frozenset({"ir", "typed", "kernel", "plan", "code"})
+_DUMP_STAGES = frozenset({"ir", "typed", "kernel", "plan", "code", "abi"})
 
 
 def _env_dump() -> frozenset[str]:
