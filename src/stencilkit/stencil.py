@@ -435,9 +435,7 @@ class PointStencil:
         self._last = (chosen.name, typed, source)
         return chosen.launcher("point")(
             entry, out_dtype, cval, self.cval is not None and border_modes.any_constant(self.mode),
-            name,
-            kernel.loc,
-            array_positions=arrays, relative_positions=relative, source=source)
+            name, kernel.loc, launch=built.launch, source=source)
 
     def axis_modes(self, ndim: int) -> tuple[str, ...]:
         """The border mode of each of ``ndim`` axes; a StencilTypeError when

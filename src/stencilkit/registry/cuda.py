@@ -19,7 +19,6 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from .. import dtypes
-from ..ir import kernel as k
 from . import shared_stages
 from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
 
@@ -135,35 +134,36 @@ def point_entry(req: PointRequest, work: Work) -> Work:
     """The entry: it compiles the source for the device on its first call (NVRTC, PTX in
     the disk cache under ``build.cuda``'s back key), so building needs no GPU."""
     from ..codegen.cuda import plan_source
-    from ..passes.lower_point import CVAL, FILL_BORDER, OUT
+    from ..passes.lower_point import OUT
     from ..runtime.cuda import CudaEntry, Variants
     from ..runtime.launch import standard_arrays
 
     kernel = req.typed.kernel
     own, plan = work.facts["variants"]
-    names: tuple[k.ArgumentKey, ...] = (*kernel.params, OUT, FILL_BORDER, CVAL)
-    standard = standard_arrays(kernel, req.types, req.typed.neighborhood.border, req.mode)
+    launch = work.described
+    # the entry is called as a C one: the caller's arguments, then the launch
+    # description's output, border-fill flag and cval
+    names = launch.entry_keys
+    standard = standard_arrays(launch, req.typed.neighborhood.border, req.mode, kernel.name,
+                               kernel.loc)
 
     def build(variant):
         planned = plan(variant)
         return planned, plan_source(planned)
 
-    return work.but(entry=CudaEntry(work.plan, work.source, names, frozenset({OUT}), req.name,
+    return work.but(entry=CudaEntry(work.plan, work.source, names, launch.written, req.name,
                                     standard, Variants(own, build, OUT)))
 
 
 def computation_entry(req: ComputationRequest, work: Work) -> Work:
-    from ..passes.lower_computation import AXES, domain_key, origin_key
+    """The entry, called as the C one: the launch description's arguments in its order;
+    the arrays it says are written are copied back from the device."""
     from ..runtime.cuda import CudaEntry
 
-    lowering, defn = work.facts["lowering"], req.defn
-    buffers = tuple(lowering.buffers)
-    names = [*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
-             *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES)]
-    read_only = {f.name for f in defn.fields} - {n for ms in req.sched.multistages
-                                                 for n in ms.written}
-    return work.but(entry=CudaEntry(work.plan, work.source, names,
-                                    frozenset(buffers) - read_only, defn.name))
+    launch = work.described
+    return work.but(entry=CudaEntry(work.plan, work.source,
+                                    launch.entry_keys,
+                                    launch.written, req.defn.name))
 
 
 def parloop_entry(req: ParLoopRequest, work: Work) -> Work:
