@@ -290,10 +290,32 @@ def _imports(path: pathlib.Path, root: pathlib.Path = SRC) -> set[str]:
 def test_the_runtime_imports_no_user_facing_module():
     files = sorted((SRC / "runtime").glob("*.py"))
     assert len(files) > 10
-    offenders = {f.name: sorted(m for m in _imports(f)
-                                if any(m == u or m.startswith(u + ".") for u in USER_MODULES))
-                 for f in files}
+    offenders = {f.name: _user_imports(f) for f in files}
     assert {f: m for f, m in offenders.items() if m} == {}
+
+
+def _user_imports(path: pathlib.Path) -> list[str]:
+    return sorted(m for m in _imports(path)
+                  if any(m == u or m.startswith(u + ".") for u in USER_MODULES))
+
+
+def test_the_point_and_computation_launchers_see_no_user_facing_module():
+    """Every backend's point and computation launchers (and the Numba module loader they
+    call) live where the scan above looks, and import no user-facing module: they bind by
+    the launch description."""
+    from stencilkit import registry
+
+    modules = {"stencilkit.build.numba_module"}
+    for b in registry.REGISTRY.values():
+        for kind in ("point", "computation"):
+            ref = getattr(b.pieces.launcher, kind)
+            module = ref.partition(":")[0]
+            assert module.startswith("stencilkit.runtime."), (b.name, kind, ref)
+            modules.add(module)
+    assert len(modules) >= 5
+    for module in sorted(modules):
+        path = SRC / (module.removeprefix("stencilkit.").replace(".", "/") + ".py")
+        assert _user_imports(path) == [], module
 
 
 def test_the_import_scan_sees_imports_inside_functions(tmp_path):

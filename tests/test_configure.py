@@ -88,7 +88,7 @@ def test_values_are_normalized():
         assert cfg.opencl_options == ("-a", "-b")
         assert cfg.backend == "c"
     with sk.configure(dump="all") as cfg:
-        assert cfg.dump == frozenset({"ir", "typed", "kernel", "plan", "code", "tune"})
+        assert cfg.dump == frozenset({"ir", "typed", "kernel", "plan", "code", "tune", "abi"})
 
 
 def test_leaving_a_lazy_block_runs_what_it_queued():

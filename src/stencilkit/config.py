@@ -18,7 +18,7 @@ from . import errors
 from .errors import StencilError
 from .ir.core import StrEnum
 
-_DUMP_STAGES = frozenset({"ir", "typed", "kernel", "plan", "code", "tune"})
+_DUMP_STAGES = frozenset({"ir", "typed", "kernel", "plan", "code", "tune", "abi"})
 
 
 def _env_dump() -> frozenset[str]:

@@ -39,6 +39,7 @@ from numba.np.numpy_support import as_dtype
 from . import registry
 from .analysis import geometry
 from .errors import ArgumentError
+from .ir.abi import Role
 from .numba_calls import PointStencilType, _cache_guard, _loc_text, _overlap, _type_of, register
 
 if TYPE_CHECKING:
@@ -253,22 +254,28 @@ def _generated_impl(comp: ComputationStencil, plan, run, bound: dict, given: set
               "    if _sk_status != 0:",
               "        raise _SkError(_SK_KEY, 'geometry', _sk_status, _sk_info[0], _sk_info[1], "
               "_sk_info[2], _sk_info[3], _sk_info[4], _sk_info[5], _sk_info[6])"]
+    # the entry's arguments, in its order, as its launch description lists them
+    arguments = run.launch.arguments
+    arrays = {p.key: p.dtype for p in arguments if p.pointer}
     for j, (t, _) in enumerate(plan.definition.temporaries):
-        if t in run.buffers:
-            namespace[f"_SK_T{j}"] = run.dtypes[t]
+        if t in arrays:
+            namespace[f"_SK_T{j}"] = arrays[t]
             # the code reads a temporary only where it wrote it in the same call
             lines.append(f"    _sk_t{j} = _np.empty((_sk_tshapes[{j}, 0], _sk_tshapes[{j}, 1], "
                          f"_sk_tshapes[{j}, 2]), _SK_T{j})")
     row = {n: i for i, n in enumerate(fields + temps)}
-    buffer_args = [value[n] if n in fields else f"_sk_t{temps.index(n)}" for n in run.buffers]
-    origin_args = [f"_sk_origins[{row[n]}, {'IJK'.index(a)}]"
-                   for n in run.buffers for a in run.axes[n]]
-    scalar_args = []
-    for j, (s, t) in enumerate(run.scalar_types.items()):
-        namespace[f"_SK_S{j}"] = t.type
-        scalar_args.append(f"_SK_S{j}({value[s]})")
-    call = ", ".join([*buffer_args, *origin_args, *scalar_args,
-                      "_sk_dom[0]", "_sk_dom[1]", "_sk_dom[2]"])
+    args = []
+    for j, p in enumerate(arguments):
+        if p.pointer:
+            args.append(value[p.key] if p.key in fields else f"_sk_t{temps.index(p.key)}")
+        elif p.role is Role.ORIGIN:
+            args.append(f"_sk_origins[{row[p.field]}, {'IJK'.index(p.axis)}]")
+        elif p.role is Role.SCALAR:
+            namespace[f"_SK_S{j}"] = p.dtype.type
+            args.append(f"_SK_S{j}({value[p.key]})")
+        else:  # a domain extent
+            args.append(f"_sk_dom[{'IJK'.index(p.axis)}]")
+    call = ", ".join(args)
     lines += [f"    if _sk_entry({call}):",
               "        raise _SkError(_SK_KEY, 'k_offset')"]
     exec("\n".join(lines) + "\n", namespace)

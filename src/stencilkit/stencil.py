@@ -431,9 +431,7 @@ class PointStencil:
         self._last = (chosen.name, typed, source)
         call = chosen.launcher("point")(
             entry, out_dtype, cval, self.cval is not None and border_modes.any_constant(self.mode),
-            name,
-            kernel.loc,
-            array_positions=arrays, relative_positions=relative, source=source)
+            name, kernel.loc, launch=built.launch, source=source)
         tune_point_call(call, request, args)  # the C backend's measured choice, if any
         return call
 

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import config
+from ..ir import abi
 from ..ir.kernel import KernelFunction
 from . import hooks
 from .declared import kind_stages, load
@@ -69,9 +70,20 @@ class Work:
     source: str = ""  # the generated source: what ``generate()`` returns
     key_inputs: tuple[str, ...] = ()  # what else goes into the binary (the entry's wrapper)
     back_key: str = ""
+    #: the calling convention the launchers bind by (``ir.abi``), from the kernel IR before
+    #: the platform's lowering; None for a backend that prints without kernel IR
+    launch: abi.LaunchDescription | None = None
     entry: Any = None  # what the toolchain built, then what the launcher made of it
     #: what a stage leaves for later ones (the lowering's buffers, the wrapper's arguments)
     facts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def described(self) -> abi.LaunchDescription:
+        """``launch``, for the stages after the lowering that bind by it."""
+        if self.launch is None:
+            raise RuntimeError("a stage needs the launch description, which only a backend "
+                               "that lowers to kernel IR has (a stencilkit bug)")
+        return self.launch
 
     def but(self, **changes: Any) -> Work:
         """This work with ``changes``; ``facts=`` entries are added to the existing ones."""
@@ -101,6 +113,11 @@ class Artifact:
     back_key: str  # "" when rendered, or where the backend has no "key" stage
     timings: tuple[tuple[str, float], ...]  # (stage name, seconds) in the order they ran
     work: Work
+
+    @property
+    def launch(self) -> abi.LaunchDescription | None:
+        """The entry point's calling convention (what the launcher binds by)."""
+        return self.work.launch
 
 
 def stages(backend: Any, kind: Kind | str) -> tuple[NamedStage, ...]:
@@ -178,6 +195,7 @@ def _run_stages(request: Request, named: tuple[NamedStage, ...], work: Work,
     kind, name, backend = request.kind.value, request.name, request.backend.name
     ir_stages = [i for i, s in enumerate(named)
                  if s.stage in (Stage.LOWER, Stage.LOWER_LOOP, Stage.TRANSFORM)]
+    lowerings = [i for i, s in enumerate(named) if s.stage in (Stage.LOWER, Stage.LOWER_LOOP)]
     for i, s in enumerate(named):
         started = time.perf_counter()
         if s.stage is Stage.KEY:  # the backend declares its toolchain's identity
@@ -200,6 +218,14 @@ def _run_stages(request: Request, named: tuple[NamedStage, ...], work: Work,
                         _add_note(exc, f"stencilkit: the kernel IR of {kind} {name!r} after "
                                        f"stage {s.name!r} on backend {backend!r}")
                         raise
+        if lowerings and i == lowerings[-1]:
+            # described once lowered, so that the backend's transforms (its entry's
+            # arguments) can read it; they and the platform keep the parameters
+            new = new.but(launch=describe(request, new.kernels))
+            if "abi" in config.current().dump:
+                hooks.dump("abi", name, abi_text(new.launch))
+        elif s.stage in (Stage.TRANSFORM, Stage.PLATFORM):
+            _check_parameters(new, s.name, kind, name, backend)
         if ir_stages and i == ir_stages[-1]:  # the kernel IR before the platform's lowering
             from ..codegen.kernel_text import kernel_ir_text
 
@@ -210,6 +236,53 @@ def _run_stages(request: Request, named: tuple[NamedStage, ...], work: Work,
             hooks.dump("code", f"{name} [{backend}]", new.source)
         work = new
     return work
+
+
+def describe(request: Request, kernels: tuple[KernelFunction, ...]) -> abi.LaunchDescription:
+    """The launch description of the request's entry point (the last kernel: a ParLoop's
+    loop), with what only the request knows: the device, a ParLoop's access modes and race
+    mode, a point kernel's call order."""
+    kf = kernels[-1]
+    caps = request.backend.capabilities
+    device = abi.Device(caps.device) if caps is not None else abi.Device.CPU
+    kind = abi.Kind(request.kind.value)
+    match request.kind:
+        case Kind.POINT:
+            params = request.typed.kernel.params  # type: ignore[union-attr]
+            # the domain is the first argument's shape, whichever arrays the kernel reads
+            return abi.describe(kf, kind, device=device, primary=params[0], call_order=params)
+        case Kind.PARLOOP:
+            specs = request.specs  # type: ignore[union-attr]
+            # as lowered: a backend may colour where atomics were asked for
+            race = abi.race_of(kf, frozenset(i for i, s in enumerate(specs)
+                                             if s.writes_shared))
+            return abi.describe(kf, kind, device=device, race=race,
+                                modes=tuple(s.mode for s in specs))
+    return abi.describe(kf, kind, device=device)
+
+
+def _check_parameters(work: Work, stage: str, kind: str, name: str, backend: str) -> None:
+    """The launch description holds after ``stage``: the entry point's kernel still has the
+    parameters it describes (a stage that changed them would have launchers bind wrong)."""
+    if work.launch is None or not work.kernels:
+        return
+    described = tuple(p.name for p in work.launch.parameters)
+    now = tuple(p.name for p in work.kernels[-1].params)
+    if now != described:
+        raise RuntimeError(f"stage {stage!r} of {kind} {name!r} on backend {backend!r} changed "
+                           f"the entry point's parameters from {described} to {now}, which "
+                           "its launch description lists (a stencilkit bug: a stage after "
+                           "the lowering must keep them)")
+
+
+def abi_text(launch: abi.LaunchDescription | None) -> str:
+    """A description as the ``abi`` dump prints it: one line per parameter."""
+    if launch is None:
+        return "(no kernel IR: no launch description)"
+    head = f"{launch.kind.value} {launch.function} [{launch.device.value}, race {launch.race.value}]"
+    lines = [f"  {p.name}: {p.role.value}" + (f", {p.access.name}" if p.access else "")
+             + f" ({abi.explain(p)})" for p in launch.parameters]
+    return "\n".join([head, *lines])
 
 
 def _add_note(exc: BaseException, note: str) -> None:

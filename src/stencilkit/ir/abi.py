@@ -172,10 +172,25 @@ class Parameter:
         return self.key.axis if isinstance(self.key, (k.OriginOf, k.DomainExtent)) else None
 
 
+#: Roles a launcher never passes: the entry point reads them from the arrays it is given
+FROM_ARRAYS = frozenset({Role.SHAPE, Role.STRIDE})
+
+#: Roles of a point kernel's inputs (the caller's arguments that are arrays)
+POINT_INPUTS = frozenset({Role.PRIMARY_INPUT, Role.RELATIVE_INPUT, Role.STANDARD_INPUT})
+
+#: What a point entry point takes after the caller's arguments, in this order, by role and
+#: key (the kernel's parameters hold those it uses: "nearest" fills no border)
+POINT_TAIL = (Role.OUTPUT, Role.BORDER_FILL, Role.CVAL)
+POINT_TAIL_KEYS: tuple[k.ArgumentKey, ...] = ("out", k.BorderFill(), k.FillValue())
+
+
 @dataclass(frozen=True)
 class LaunchDescription:
     """A generated function's calling convention: its parameters in order, what it runs on,
-    how a ParLoop's shared writes are kept apart, and the status codes it may return."""
+    how a ParLoop's shared writes are kept apart, and the status codes it may return.
+
+    ``call_order``: a point kernel's parameters as the caller passes them (the entry point
+    takes them all; the kernel, and so ``parameters``, only those it uses)."""
 
     kind: Kind
     function: str
@@ -183,9 +198,36 @@ class LaunchDescription:
     device: Device = Device.CPU
     race: RaceMode = RaceMode.NONE
     statuses: tuple[StatusCode, ...] = ()
+    call_order: tuple[str, ...] = ()
 
     def with_role(self, role: Role) -> tuple[Parameter, ...]:
         return tuple(p for p in self.parameters if p.role is role)
+
+    @property
+    def arguments(self) -> tuple[Parameter, ...]:
+        """What a launcher passes, in order: every parameter but shapes and strides."""
+        return tuple(p for p in self.parameters if p.role not in FROM_ARRAYS)
+
+    @property
+    def written(self) -> frozenset[str]:
+        """The arrays the function may write (copied back from a device, checked for
+        overlap)."""
+        return frozenset(p.key for p in self.parameters if isinstance(p.key, str)
+                         and p.pointer and p.access is not None and p.access.writes)
+
+    @property
+    def entry_keys(self) -> tuple[k.ArgumentKey, ...]:
+        """The keys of what the entry point takes, in order: a point kernel's, every
+        argument of the call and the output, border-fill flag and cval (used or not);
+        any other's, its ``arguments``."""
+        if self.kind is Kind.POINT:
+            return (*self.call_order, *POINT_TAIL_KEYS)
+        return tuple(p.key for p in self.arguments)
+
+    def call_positions(self, roles: frozenset[Role]) -> tuple[int, ...]:
+        """The positions in ``call_order`` of the arguments of ``roles``, ascending."""
+        return tuple(sorted(self.call_order.index(p.key) for p in self.parameters
+                            if p.role in roles and isinstance(p.key, str)))
 
     def parameter(self, key: k.ArgumentKey) -> Parameter:
         """The base pointer of array ``key``, or the scalar ``key``."""
@@ -197,26 +239,33 @@ class LaunchDescription:
 
 def describe(kf: k.KernelFunction, kind: Kind | None = None, *, device: Device = Device.CPU,
              race: RaceMode = RaceMode.NONE, modes: Sequence[Access] = (),
-             primary: str | None = None) -> LaunchDescription:
+             primary: str | None = None, call_order: Sequence[str] = ()) -> LaunchDescription:
     """The launch description of ``kf``, a lowered kernel function. Its parameters are the
     same before and after its platform; the status codes are read from its ``SetError``
     nodes (which the platform lowers: describe it before) and its index checks. ``kind``: default, what its
     parameters say (a block list: a ParLoop's; an origin or a domain extent: a
     computation's; else a point kernel's). ``modes``: a ParLoop's access modes, by
     argument; ``primary``: a point kernel's first argument (default: the first array that
-    is not its output)."""
+    is not its output); ``call_order``: a point kernel's parameters, as a call passes them
+    (each key of a caller's argument must be one of them)."""
     kind = infer_kind(kf) if kind is None else kind
     buffers = {b.name: b for b in kf.buffers}
     if kind is Kind.POINT and primary is None:
         primary = next((p.get(k.BasePointer).buffer for p in kf.params  # type: ignore[union-attr]
                         if p.has(k.BasePointer) and not p.has(k.Output)), None)
+    written = written_pointers(kf)
     params = []
     for p in kf.params:
-        params.append(_parameter(p, kind, buffers, modes, primary))
+        params.append(_parameter(p, kind, buffers, modes, primary, written))
     codes = {n.code for n in walk(kf) if isinstance(n, k.SetError)} | {
         REPORTING_OPS[n.op] for n in walk(kf) if isinstance(n, k.Op) and n.op in REPORTING_OPS}
     statuses = tuple(s for s in STATUSES if s.code in codes)
-    return LaunchDescription(kind, kf.name, tuple(params), device, race, statuses)
+    order = tuple(call_order)
+    unknown = [p.key for p in params if order and p.role in POINT_INPUTS | {Role.SCALAR}
+               and p.key not in order]
+    if unknown:
+        raise ValueError(f"{kf.name}: argument(s) {unknown} are not in the call order {order}")
+    return LaunchDescription(kind, kf.name, tuple(params), device, race, statuses, order)
 
 
 def infer_kind(kf: k.KernelFunction) -> Kind:
@@ -230,13 +279,41 @@ def infer_kind(kf: k.KernelFunction) -> Kind:
     return Kind.POINT
 
 
+def written_pointers(kf: k.KernelFunction) -> frozenset[str]:
+    """The pointer symbols ``kf`` may write through: stored to, updated, reduced into, or
+    handed (as an address or a pointer) to a call, which may write through it. By symbol:
+    a local copy of an array (a computation's column buffer) has the array's name."""
+    found = set()
+    for n in walk(kf):
+        if isinstance(n, (k.Store, k.AtomicUpdate, k.Reduction, k.StreamedRow, k.Address)):
+            found.add(n.buffer.base.name)
+        elif isinstance(n, k.Call):
+            found.update(a.symbol.name for a in n.args if isinstance(a, k.Sym) and a.symbol.pointer)
+    return frozenset(found)
+
+
+def race_of(kf: k.KernelFunction, shared: frozenset[int]) -> RaceMode:
+    """How a ParLoop's loop function ``kf`` keeps the elements that write one entry apart,
+    as it was lowered: ``shared`` are the arguments written through a map (or a Mat's local
+    map); updated atomically, every block runs at once, else blocks run by colour."""
+    if not shared:
+        return RaceMode.NONE
+    for n in walk(kf):
+        if isinstance(n, k.AtomicUpdate):
+            arg = n.buffer.base.get(k.LoopArgument)
+            if isinstance(arg, k.LoopArgument) and arg.argument in shared:
+                return RaceMode.ATOMIC
+    return RaceMode.COLOUR
+
+
 def status_lines() -> tuple[str, ...]:
     """What a generated function's status means, one line per code (its header's)."""
     return ("0: success", *(f"{s.code}: {s.meaning}" for s in (*STATUSES, STATUS_OVERLAP)))
 
 
 def _parameter(p: k.Symbol, kind: Kind, buffers: dict[str, k.Buffer],
-               modes: Sequence[Access], primary: str | None) -> Parameter:
+               modes: Sequence[Access], primary: str | None, written: frozenset[str]
+               ) -> Parameter:
     for prop in p.properties:
         match prop:
             case k.ShapeOf(buffer=b, dim=dim):
@@ -252,15 +329,18 @@ def _parameter(p: k.Symbol, kind: Kind, buffers: dict[str, k.Buffer],
                 unit = None if buf is None else next(
                     (i for i, s in enumerate(buf.strides)
                      if isinstance(s, k.Constant) and int(s.value) == 1), None)
-                role, access, loop_arg = _array_role(p, kind, b, modes, primary)
+                role, access, loop_arg = _array_role(p, kind, b, modes, primary, written)
                 return Parameter(p.name, role, p.dtype, b, True, access, ndim, unit,
                                  loop_argument=loop_arg)
     raise ValueError(f"parameter {p.name} of a generated function has no argument property")
 
 
 def _array_role(p: k.Symbol, kind: Kind, buffer: str, modes: Sequence[Access],
-                primary: str | None) -> tuple[Role, Access, int | None]:
-    read = Access.READ if p.has(k.ReadOnly) else Access.RW
+                primary: str | None, written: frozenset[str]
+                ) -> tuple[Role, Access, int | None]:
+    # a computation's fields are not declared const (the C entry takes them writable): what
+    # the kernel stores to says which it writes
+    read = Access.READ if p.has(k.ReadOnly) or p.name not in written else Access.RW
     if p.has(k.BlockList):
         return Role.BLOCK_LIST, Access.READ, None
     arg = p.get(k.LoopArgument)

@@ -140,37 +140,26 @@ def collapse_rows(req: ComputationRequest, work: Work) -> Work:
 
 
 def computation_entry(req: ComputationRequest, work: Work) -> Work:
-    """The CPython entry's arguments: fields, temporaries held in memory, origins, scalars,
-    domain; and its checks of the layout the code was built for."""
+    """The CPython entry's arguments: the launch description's (fields, temporaries held in
+    memory, origins, scalars, domain; the written arrays must be writable, those only read
+    may be read-only), in its order; and its checks of the layout the code was built for."""
     from ..codegen import c as cgen
-    from ..passes.lower_computation import AXES, domain_key, origin_key
 
-    defn, lowering, layout = req.defn, work.facts["lowering"], work.facts["layout"]
-    buffers = list(lowering.buffers)
-    wargs: list[cgen.WrapperArg] = []
-    # Fields only read may be read-only arrays; written fields and temporaries must be
-    # writable
-    read_only = {f.name for f in defn.fields} - {n for ms in req.sched.multistages
-                                                 for n in ms.written}
-    for name in buffers:
-        buf = lowering.buffers[name]
-        wargs.append(cgen.WrapperArg(name, buf.element_type, buf.ndim,
-                                     name not in read_only, False, Role.FIELD))
-    origin_names = [origin_key(n, a) for n in buffers for a in lowering.axes[n]]
-    wargs += [cgen.WrapperArg(o, dtypes.INT64, 0, role=Role.ORIGIN) for o in origin_names]
-    wargs += [cgen.WrapperArg(s.name, s.dtype, 0, role=Role.SCALAR) for s in defn.scalars]
-    wargs += [cgen.WrapperArg(domain_key(a), dtypes.INT64, 0, role=Role.DOMAIN_EXTENT)
-              for a in AXES]
-    index = {a.name: i for i, a in enumerate(wargs)}
+    lowering, layout = work.facts["lowering"], work.facts["layout"]
+    wargs = tuple(cgen.WrapperArg(p.key, p.dtype, p.ndim, p.access is not None
+                                  and p.access.writes, False, p.role)
+                  for p in work.described.arguments)
     checks = []
-    for name in buffers:
-        buf_i = index[name]
+    for buf_i, a in enumerate(wargs):  # (a field the kernel never reads is not passed)
+        name = a.name
+        if a.ndim == 0 or not isinstance(name, str):
+            continue
         unit = layout.get(name)
         if unit is not None:
             checks.append((f"v{buf_i}->shape[{unit}] <= 1 || v{buf_i}->strides[{unit}] "
                            f"== {lowering.buffers[name].element_type.itemsize}",
                            f"'{name}' changed layout since the code was built"))
-    return _with_entry(work, tuple(wargs), tuple(checks), exact=False)
+    return _with_entry(work, wargs, tuple(checks), exact=False)
 
 
 def _with_entry(work: Work, wargs: tuple, checks: tuple, exact: bool) -> Work:

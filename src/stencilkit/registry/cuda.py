@@ -19,7 +19,6 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from .. import dtypes
-from ..ir import kernel as k
 from . import shared_stages
 from .base import KINDS, Backend, Capabilities, KindStages, PerKind, Pieces, Stages
 
@@ -162,36 +161,37 @@ def point_entry(req: PointRequest, work: Work) -> Work:
     """The entry: it compiles the source for the device on its first call (NVRTC, PTX in
     the disk cache under ``build.cuda``'s back key), so building needs no GPU."""
     from ..codegen.cuda import plan_source
-    from ..passes.lower_point import CVAL, FILL_BORDER, OUT
+    from ..passes.lower_point import OUT
     from ..runtime.cuda import CudaEntry, Variants
     from ..runtime.launch import standard_arrays
 
     kernel = req.typed.kernel
     own, plan = work.facts["variants"]
-    names: tuple[k.ArgumentKey, ...] = (*kernel.params, OUT, FILL_BORDER, CVAL)
-    standard = standard_arrays(kernel, req.types, req.typed.neighborhood.border, req.mode)
+    launch = work.described
+    # the entry is called as a C one: the caller's arguments, then the launch
+    # description's output, border-fill flag and cval
+    names = launch.entry_keys
+    standard = standard_arrays(launch, req.typed.neighborhood.border, req.mode, kernel.name,
+                               kernel.loc)
 
     def build(variant):
         planned = plan(variant)
         return planned, plan_source(planned)
 
-    return work.but(entry=CudaEntry(work.plan, work.source, names, frozenset({OUT}), req.name,
+    return work.but(entry=CudaEntry(work.plan, work.source, names, launch.written, req.name,
                                     standard, Variants(own, build, OUT)))
 
 
 def computation_entry(req: ComputationRequest, work: Work) -> Work:
-    """The entry; a call whose arrays do not fit 32-bit indices gets the 64-bit variant,
-    planned and printed on its first such call (``plan_computation``)."""
+    """The entry, called as the C one: the launch description's arguments in its order;
+    the arrays it says are written are copied back from the device. A call whose arrays do
+    not fit 32-bit indices gets the 64-bit variant, planned and printed on its first such
+    call (``plan_computation``)."""
     from ..codegen.cuda import plan_source
-    from ..passes.lower_computation import AXES, domain_key, origin_key
     from ..runtime.cuda import CudaEntry, Variants
 
-    lowering, defn = work.facts["lowering"], req.defn
-    buffers = tuple(lowering.buffers)
-    names = [*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
-             *(s.name for s in defn.scalars), *(domain_key(a) for a in AXES)]
-    written = {n for ms in req.sched.multistages for n in ms.written}
-    read_only = {f.name for f in defn.fields} - written
+    launch = work.described
+    buffers = tuple(work.facts["lowering"].buffers)
     own, plan = work.facts["variants"]
 
     def build(variant):
@@ -199,9 +199,9 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
         return planned, plan_source(planned)
 
     # the variant is chosen on the written field's geometry (with every array's sizes)
-    out = covering_field(req, work) or next(b for b in buffers if b in written)
-    return work.but(entry=CudaEntry(work.plan, work.source, names,
-                                    frozenset(buffers) - read_only, defn.name,
+    out = covering_field(req, work) or next(b for b in buffers if b in launch.written)
+    return work.but(entry=CudaEntry(work.plan, work.source, launch.entry_keys,
+                                    launch.written, req.defn.name,
                                     variants=Variants(own, build, out)))
 
 

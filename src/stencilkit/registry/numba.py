@@ -78,9 +78,10 @@ def print_point(req: PointRequest, work: Work) -> Work:
     """The module whose ``parallel``, ``serial`` and ``inline`` dispatchers run the kernel
     (the printer lowers the point kernels' few abstract nodes itself)."""
     from ..codegen import numba as numba_codegen
-    from ..passes.lower_point import CVAL, FILL_BORDER, OUT
 
-    params: tuple[k.ArgumentKey, ...] = (*req.typed.kernel.params, OUT, FILL_BORDER, CVAL)
+    # called as a C entry point: the caller's arguments, then the output, border-fill flag
+    # and cval, as the launch description keys them
+    params = work.described.entry_keys
     return work.but(source=numba_codegen.kernel_module(work.kernels[0], params))
 
 
@@ -94,12 +95,10 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
 
 def print_computation(req: ComputationRequest, work: Work) -> Work:
     from ..codegen import numba as numba_codegen
-    from ..passes.lower_computation import AXES, domain_key, origin_key
 
-    lowering, (kf,) = work.facts["lowering"], work.kernels
-    buffers = tuple(lowering.buffers)
-    arguments = (*buffers, *(origin_key(n, a) for n in buffers for a in lowering.axes[n]),
-                 *(s.name for s in req.defn.scalars), *(domain_key(a) for a in AXES))
+    (kf,) = work.kernels
+    # the jitted function takes the launch description's arguments, in its order
+    arguments = tuple(p.key for p in work.described.arguments)
     return work.but(source=numba_codegen.lowered_module(((kf, arguments),), _header(kf)))
 
 
@@ -142,13 +141,7 @@ def load(req: Request, work: Work) -> Work:
 def launch_computation(req: ComputationRequest, work: Work) -> Work:
     from ..runtime.computation import NumbaComputationCall
 
-    lowering = work.facts["lowering"]
-    buffers = tuple(lowering.buffers)
-    axes = {n: tuple(lowering.axes[n]) for n in buffers}
-    dtypes_ = {n: b.element_type for n, b in lowering.buffers.items()}
-    return work.but(entry=NumbaComputationCall(work.entry.parallel, req.defn, buffers, axes,
-                                               dtypes_))
-
+    return work.but(entry=NumbaComputationCall(work.entry.parallel, req.defn, work.described))
 
 
 def _header(kf) -> str:

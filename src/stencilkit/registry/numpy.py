@@ -68,8 +68,9 @@ def launch_computation(req: ComputationRequest, work: Work) -> Work:
     return work.but(entry=NumpyComputationCall(work.entry, req.defn, work.facts["k_reads"]))
 
 
-def _stages(printer: str, launcher: str | None = None) -> KindStages:
-    return KindStages(print=f"{__name__}:{printer}", key=f"{__name__}:identity",
+def _stages(printer: str, launcher: str | None = None, lower: str | None = None
+            ) -> KindStages:
+    return KindStages(lower=lower, print=f"{__name__}:{printer}", key=f"{__name__}:identity",
                       toolchain=f"{__name__}:execute",
                       launcher=launcher and f"{__name__}:{launcher}")
 
@@ -82,7 +83,10 @@ BACKEND = Backend(
     capabilities=Capabilities(kinds=frozenset(KINDS), dtypes=dtypes.SUPPORTED, device="cpu"),
     pieces=Pieces(
         platform=None,  # printed from the definition IR: whole-array statements, no loops
-        stages=Stages(point=_stages("print_point"),
+        # a point kernel is lowered for its launch description only (the entry takes the
+        # caller's arguments as the C one does; the printer reads the definition)
+        stages=Stages(point=_stages("print_point",
+                                    lower="stencilkit.registry.shared_stages:lower_point"),
                       computation=_stages("print_computation", "launch_computation"),
                       parloop=_stages("print_parloop")),
         launcher=PerKind(point="stencilkit.runtime.launch:NumpyPointCall",

@@ -17,7 +17,6 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import BackendError
-from ..ir import kernel as k
 from ..ir.abi import Access, RaceMode
 from . import shared_stages
 from .base import Backend, Capabilities, KindStages, PerKind, Pieces, Stages
@@ -96,7 +95,7 @@ def point_program(req: PointRequest, work: Work) -> Work:
     from ..runtime.launch import standard_arrays
     from ..runtime.opencl_launch import Executable
 
-    kernel, types, border = req.typed.kernel, req.types, req.typed.neighborhood.border
+    kernel = req.typed.kernel
     exe = Executable(work.plan, work.source, kernel.name)
     own, plan = work.facts["variants"]
 
@@ -105,10 +104,8 @@ def point_program(req: PointRequest, work: Work) -> Work:
         return planned, printer.program_source(planned)
 
     exe.variants = Variants(own, build, OUT)
-    standard = tuple(i for i, p in enumerate(kernel.params)
-                     if p in kernel.standard and types[i].is_array)
-    exe.point_info = (tuple(kernel.params), standard, border)
-    exe.standard = standard_arrays(kernel, types, border, req.mode)
+    exe.standard = standard_arrays(work.described, req.typed.neighborhood.border, req.mode,
+                                   kernel.name, kernel.loc)
     return work.but(entry=exe)
 
 
@@ -133,49 +130,12 @@ def program(req: Request, work: Work) -> Work:
 
 
 def launch_computation(req: ComputationRequest, work: Work) -> Work:
-    """``run(values, temporaries, geometry)``: copies the fields to the device, runs the plan
-    and copies written fields back. Temporaries live on the device only."""
-    from ..passes.lower_computation import AXES, domain_key, origin_key
-    from ..runtime import opencl as ocl
-    from ..runtime.opencl_launch import bind
+    """The call (``runtime.opencl_launch.OpenCLComputationCall``): binds the arguments the
+    launch description lists."""
+    from ..runtime.opencl_launch import OpenCLComputationCall
 
-    defn, exe, lowering, (kf,) = req.defn, work.entry, work.facts["lowering"], work.kernels
-    field_names = {f.name for f in defn.fields}
-    written = {n for ms in req.sched.multistages for n in ms.written} & field_names
-    buffers = list(lowering.buffers)
-    scalar_types = {s.name: s.dtype for s in defn.scalars}
-    staging = ocl.Staging()
-
-    def run(values, temps, geo) -> None:
-        rt = ocl.device()
-        views: dict[str, ocl.DeviceView] = {}
-        hosts = {}
-        for n in buffers:
-            if n in field_names:
-                views[n], hosts[n] = ocl.to_device(rt, values[n], staging=staging, slot=n)
-            else:  # a temporary: device memory only, per thread
-                t = temps[n]
-                buf = staging.buffer(rt, ("temporary", n), t.nbytes)
-                views[n] = ocl.DeviceView(buf, t.shape, ocl.element_strides(t))
-        scalars: dict[k.ArgumentKey, object] = {}
-        for n in buffers:
-            for a in lowering.axes[n]:
-                scalars[origin_key(n, a)] = geo.origins[n][AXES.index(a)]
-        for s, t in scalar_types.items():
-            scalars[s] = t.type(values[s])
-        for a, v in zip(AXES, geo.domain):
-            scalars[domain_key(a)] = v
-        status = exe.run(bind(kf.params, views, scalars))
-        for n in buffers:
-            if n in written:
-                ocl.from_device(rt, views[n], hosts[n], values[n])
-        if status:
-            from ..analysis.schedule import variable_k_reads
-            from ..runtime.computation import k_offset_error
-
-            raise k_offset_error(defn, variable_k_reads(defn))
-
-    return work.but(entry=run)
+    (kf,) = work.kernels
+    return work.but(entry=OpenCLComputationCall(work.entry, req.defn, work.described, kf.params))
 
 
 def race(req: ParLoopRequest) -> RaceMode:

@@ -120,14 +120,11 @@ def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -
 
 
 def launch_computation(req: ComputationRequest, work: Work) -> Work:
-    """The compiled entry as a computation call (``runtime.computation``): which buffers
-    it takes and the axes each has."""
+    """The compiled entry as a computation call (``runtime.computation``), binding the
+    arguments the launch description lists."""
     from ..runtime.computation import CompiledComputationCall
 
-    lowering = work.facts["lowering"]
-    buffers = tuple(lowering.buffers)
-    axes = {n: tuple(lowering.axes[n]) for n in buffers}
-    return work.but(entry=CompiledComputationCall(work.entry, req.defn, buffers, axes))
+    return work.but(entry=CompiledComputationCall(work.entry, req.defn, work.described))
 
 
 def computation_layout(fields, defn) -> tuple:

@@ -26,15 +26,19 @@ STATUS_OVERLAP = abi.STATUS_OVERLAP.code
 
 
 class PointCall:
-    """Runs one specialization of a point kernel through a C entry point."""
+    """Runs one specialization of a point kernel through a C entry point.
 
-    __slots__ = ("entry", "exact", "out_dtype", "cval", "has_cval", "name", "loc",
+    ``launch`` is the entry's calling convention (``ir.abi``): the caller's arguments, then
+    the output, the border-fill flag and cval. Which of the caller's arguments are arrays
+    (copied when they overlap ``out``) and which are read relatively (they must cover the
+    first) is read from it."""
+
+    __slots__ = ("entry", "exact", "out_dtype", "cval", "has_cval", "name", "loc", "launch",
                  "array_positions", "relative_positions", "source")
 
     def __init__(self, entry: Callable[..., int], out_dtype: np.dtype, cval: object,
                  has_cval: bool, name: str, loc: Location | None, *,
-                 array_positions: tuple[int, ...], relative_positions: tuple[int, ...],
-                 source: str) -> None:
+                 launch: abi.LaunchDescription, source: str) -> None:
         self.entry = entry
         # ``call_exact`` of a C entry's module (``codegen.c.exact_entry``), else None
         self.exact = getattr(getattr(entry, "__self__", None), "call_exact", None)
@@ -43,8 +47,8 @@ class PointCall:
         self.has_cval = has_cval
         self.name = name
         self.loc = loc
-        self.array_positions = array_positions
-        self.relative_positions = relative_positions
+        self.launch = launch
+        self.array_positions, self.relative_positions = point_positions(launch)
         self.source = source
 
     def __call__(self, args: tuple, out: np.ndarray | None) -> np.ndarray:
@@ -81,9 +85,9 @@ class PointCall:
     def _after(self, status: int, args: tuple, out: np.ndarray) -> np.ndarray:
         if status == STATUS_OVERLAP:
             copied = unaliased(args, out, self.array_positions)
-            if copied is args:  # the extents met although NumPy sees no sharing: copy all
-                copied = tuple(a.copy() if i in self.array_positions else a
-                               for i, a in enumerate(args))
+            if copied is args:  # the extents met although NumPy sees no sharing (or through
+                # an argument the kernel never reads, which the entry checks too): copy all
+                copied = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
             status = self.entry(*copied, out, self.has_cval, self.cval)
             if not status:
                 return out
@@ -153,6 +157,26 @@ class NumbaPointCall(PointCall):
         if status:
             raise status_error(status, self.name, self.loc)
         return out
+
+
+def point_positions(launch: abi.LaunchDescription) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The positions in the call of the arrays the kernel reads, and of those read relatively
+    (the first argument's, and the secondary ones that must cover it), as ``launch`` says.
+    Refuses a description whose entry point does not take the caller's arguments first, then
+    the output, the border-fill flag and cval: what every point launcher passes."""
+    roles = [p.role for p in launch.arguments]
+    caller = [r for r in roles if r in abi.POINT_INPUTS or r is abi.Role.SCALAR]
+    tail = roles[len(caller):]
+    if (launch.kind is not abi.Kind.POINT or roles[:len(caller)] != caller
+            or abi.Role.OUTPUT not in tail
+            or tail != [r for r in abi.POINT_TAIL if r in tail]):
+        raise ValueError(
+            f"the launch description of {launch.function} ({launch.kind.value}: "
+            f"{', '.join(r.value for r in roles)}) is not a point kernel's entry point, which "
+            "takes the caller's arguments, then the output, the border-fill flag and cval (a "
+            "stencilkit bug: the driver describes the entry it built)")
+    return (launch.call_positions(abi.POINT_INPUTS),
+            launch.call_positions(frozenset({abi.Role.PRIMARY_INPUT, abi.Role.RELATIVE_INPUT})))
 
 
 def _misaligned(args: tuple, out: np.ndarray | None) -> bool:
@@ -227,14 +251,14 @@ class StandardArrays:
                                     loc=self.loc, hint="pass a non-empty array")
 
 
-def standard_arrays(kernel, types, border, mode: str | tuple[str, ...]) -> StandardArrays:
-    """The ``StandardArrays`` of a typed point kernel's specialization (``types``: its
-    arguments' types)."""
-    positions = tuple(i for i, p in enumerate(kernel.params)
-                      if p in kernel.standard and types[i].is_array)
-    return StandardArrays(positions, tuple(kernel.params),
+def standard_arrays(launch: abi.LaunchDescription, border, mode: str | tuple[str, ...],
+                    stencil: str, loc: Location | None) -> StandardArrays:
+    """The ``StandardArrays`` of a point kernel's specialization: its standard_indexing
+    arrays as ``launch`` describes them, the kernel's ``border`` and border ``mode``."""
+    return StandardArrays(launch.call_positions(frozenset({abi.Role.STANDARD_INPUT})),
+                          launch.call_order,
                           tuple((int(lo), int(hi)) for lo, hi in border), mode == "constant",
-                          kernel.name, kernel.loc)
+                          stencil, loc)
 
 
 def check_shapes(args: tuple, out: np.ndarray | None, relative: tuple[int, ...], name: str,

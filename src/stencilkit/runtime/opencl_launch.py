@@ -14,11 +14,13 @@ import numpy as np
 
 from ..codegen.opencl import offset_name
 from ..errors import ArgumentError
+from ..ir import abi
 from ..ir import kernel as k
-from ..ir.abi import ParLoopCall, RaceMode
+from ..ir.abi import ParLoopCall, RaceMode, Role
 from ..ir.host_eval import extents, host_launches
 from ..ir.plan import HostLoop, LaunchPlan, Step, Variant
 from . import opencl as ocl
+from .computation import AXES, computation_status_error
 from .cuda_variants import Variants, choose_elements
 from .launch import PointCall, StandardArrays, check_shapes, status_error
 
@@ -39,8 +41,6 @@ class Executable:
         self.status = np.zeros(1, np.int32)
         self.status_buf = ocl.pyopencl().Buffer(
             self.rt.context, ocl.pyopencl().mem_flags.READ_WRITE, 4)
-        #: point kernels: (argument names, standard_indexing array positions, border)
-        self.point_info: tuple = ((), (), ())
         self.standard: StandardArrays | None = None  # a point kernel's (checked per call)
         #: a point kernel's other specializations by layout and index width (built on
         #: first use, as CUDA's: runtime.cuda_variants); this one is ``variants.own``
@@ -64,7 +64,7 @@ class Executable:
         if exe is None:
             plan, source = self.variants.build(wanted)
             exe = Executable(plan, source, self.stencil)
-            exe.point_info, exe.standard = self.point_info, self.standard
+            exe.standard = self.standard
             self._variants[wanted] = exe
         return exe
 
@@ -138,13 +138,17 @@ def bind(params: tuple[k.Symbol, ...], views: dict[str, ocl.DeviceView],
 class OpenCLPointCall(PointCall):
     """One specialization of a point kernel on the OpenCL device. NumPy arrays are copied
     to the device (C-contiguous) and the result back; ``pyopencl.array.Array`` arguments
-    are used in place, and the result is then a ``pyopencl.array.Array`` too."""
+    are used in place, and the result is then a ``pyopencl.array.Array`` too. The device
+    views and scalars are keyed as the launch description keys the kernel's parameters: the
+    caller's arguments by name (its call order), the output by its key."""
 
-    __slots__ = ("params", "names", "standard_positions", "border", "staging")
+    __slots__ = ("names", "out_key", "staging")
 
     def __init__(self, entry: Executable, *args, **kwargs) -> None:
         super().__init__(entry, *args, **kwargs)  # type: ignore[arg-type]
-        self.names, self.standard_positions, self.border = entry.point_info
+        self.names = self.launch.call_order
+        (out,) = self.launch.with_role(Role.OUTPUT)
+        self.out_key = out.key
         self.staging = ocl.Staging()
 
     def __call__(self, args: tuple, out: object) -> object:
@@ -174,19 +178,19 @@ class OpenCLPointCall(PointCall):
             else:
                 result = np.empty(args[0].shape, self.out_dtype)
         if ocl.is_device_array(result):
-            views["out"] = ocl.device_view(result, self.name)
+            views[self.out_key] = ocl.device_view(result, self.name)
             for i in self.array_positions:  # an input sharing the output's buffer: a copy
                 if ocl.is_device_array(args[i]) and args[i].base_data == result.base_data:
                     views[self.names[i]] = ocl.device_copy(rt, args[i])
         else:
-            views["out"], host = ocl.to_device(rt, result, copy_in=not fill,
-                                               staging=self.staging, slot="out")
+            views[self.out_key], host = ocl.to_device(rt, result, copy_in=not fill,
+                                                      staging=self.staging, slot="out")
         scalars[k.BorderFill()] = fill
         scalars[k.FillValue()] = self.cval
         entry = self.entry.variant(views)  # type: ignore[attr-defined]
         status = entry.run(bind(entry.plan.kernel.params, views, scalars))
         if host is not None:
-            ocl.from_device(rt, views["out"], host, result)  # type: ignore[arg-type]
+            ocl.from_device(rt, views[self.out_key], host, result)  # type: ignore[arg-type]
         if status:
             raise status_error(status, self.name, self.loc)
         return result
@@ -195,6 +199,51 @@ class OpenCLPointCall(PointCall):
         standard = self.entry.standard  # type: ignore[attr-defined]
         if standard is not None:
             standard.check(args)
+
+
+class OpenCLComputationCall:
+    """A computation on the OpenCL device, called as ``call(values, temporaries,
+    geometry)``: the arrays its launch description lists copied to the device (temporaries
+    live there only), its origins, scalars and extents bound by their keys, the plan run,
+    and the fields it says are written copied back. ``params``: the kernel's parameters,
+    whose values ``bind`` derives from these."""
+
+    def __init__(self, exe: Executable, defn, launch: abi.LaunchDescription,
+                 params: tuple[k.Symbol, ...]) -> None:
+        self.exe, self.defn, self.params = exe, defn, params
+        self.field_names = frozenset(f.name for f in defn.fields)
+        self.arrays = tuple(p.key for p in launch.arguments if p.pointer)
+        self.written = launch.written & self.field_names
+        self.origins = tuple((p.key, p.field, AXES.index(p.axis))  # type: ignore[arg-type]
+                             for p in launch.with_role(Role.ORIGIN))
+        self.scalars = tuple((p.key, p.dtype) for p in launch.with_role(Role.SCALAR))
+        self.domain = tuple((p.key, AXES.index(p.axis))  # type: ignore[arg-type]
+                            for p in launch.with_role(Role.DOMAIN_EXTENT))
+        self.staging = ocl.Staging()
+
+    def __call__(self, values, temps, geo) -> None:
+        rt, staging = ocl.device(), self.staging
+        views: dict[k.ArgumentKey, ocl.DeviceView] = {}
+        hosts = {}
+        for n in self.arrays:
+            if n in self.field_names:
+                views[n], hosts[n] = ocl.to_device(rt, values[n], staging=staging, slot=n)
+            else:  # a temporary: device memory only, per thread
+                t = temps[n]
+                buf = staging.buffer(rt, ("temporary", n), t.nbytes)
+                views[n] = ocl.DeviceView(buf, t.shape, ocl.element_strides(t))
+        scalars: dict[k.ArgumentKey, object] = {}
+        for key, field, axis in self.origins:
+            scalars[key] = geo.origins[field][axis]
+        for key, t in self.scalars:
+            scalars[key] = t.type(values[key])
+        for key, axis in self.domain:
+            scalars[key] = geo.domain[axis]
+        status = self.exe.run(bind(self.params, views, scalars))  # type: ignore[arg-type]
+        for n in self.written:
+            ocl.from_device(rt, views[n], hosts[n], values[n])
+        if status:
+            raise computation_status_error(status, self.defn)
 
 
 class OpenCLParLoop:
