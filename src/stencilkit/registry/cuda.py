@@ -167,7 +167,7 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
 
 
 def parloop_entry(req: ParLoopRequest, work: Work) -> Work:
-    from ..runtime.cuda import CudaParLoopEntry
+    from ..runtime.cuda_parloop import CudaParLoopEntry
 
     return work.but(entry=CudaParLoopEntry(work.plan, work.source, (), frozenset(), req.name))
 
