@@ -1,6 +1,7 @@
 """The host side of a "cuda" call (issue 27): a plan bound once per argument signature and
 replayed, no allocation per call, ParLoop maps and block lists on the device once, calls
-inside a CUDA graph capture that neither wait nor allocate nor copy. On the CPU emulator,
+inside a CUDA graph capture that neither wait nor allocate nor copy, and what
+``race="auto"`` runs. On the CPU emulator,
 with its CuPy counting what it is asked to do; the graph replay itself on a real device
 only."""
 
@@ -14,6 +15,8 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
+from stencilkit import registry
+from stencilkit.ir.abi import RaceMode
 from stencilkit.registry import cuda as cuda_registry
 from stencilkit.runtime import cuda as rt
 from stencilkit.runtime import cuda_bound
@@ -209,6 +212,30 @@ def test_a_captured_call_waits_allocates_and_copies_nothing(counted):
         word[0] = 1  # STATUS_OFFSET, as a kernel of the graph would store it
         with pytest.raises(sk.ArgumentError, match="left the declared neighborhood"):
             sk.synchronize()
+
+
+def test_auto_race_is_atomic_where_cuda_adds_natively():
+    cells, nodes = sk.Set(10), sk.Set(5)
+    m = sk.Map(cells, nodes, 2, np.zeros((10, 2), np.int64))
+
+    @sk.kernel
+    def spread(v, acc):
+        acc[0, 0] += v[0]
+        acc[1, 0] += v[0]
+
+    cuda, c = registry.REGISTRY["cuda"], registry.REGISTRY["c"]
+    for dtype, on_cuda in ((np.float64, RaceMode.ATOMIC), (np.float32, RaceMode.ATOMIC),
+                           (np.int32, RaceMode.ATOMIC), (np.int64, RaceMode.ATOMIC),
+                           (np.int16, RaceMode.COLOUR), (np.uint8, RaceMode.COLOUR)):
+        loop = sk.ParLoop(spread, cells, sk.Dat(cells, dtype=dtype)(sk.READ),
+                          sk.Dat(nodes, dtype=dtype)(sk.INC, m), race="auto")
+        assert loop.race_mode(cuda) is on_cuda, dtype
+        assert loop.race_mode(c) is RaceMode.COLOUR  # the CPU's choice is unchanged
+        assert loop.race_mode() is RaceMode.COLOUR
+        assert cuda_registry.auto_race(loop.specs) is on_cuda
+    source = sk.ParLoop(spread, cells, sk.Dat(cells)(sk.READ), sk.Dat(nodes)(sk.INC, m),
+                        race="auto").generate("cuda")
+    assert "sk_atomic_add_f64(" in source.split("sk_atomic_add_f64(double")[1]
 
 
 def _smooth(a):
