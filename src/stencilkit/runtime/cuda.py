@@ -17,7 +17,7 @@ order, the same returned status), so the shared launchers drive it: ``PointCall`
 3. returns the status (0, or a ``STATUS_*`` code) when NumPy arrays were copied back (that
    copy waits for the kernels anyway). When every array stayed on the device nothing waits:
    the call returns 0, and the entry's status word is read by the next call of the same
-   entry or by ``sk.synchronize()``, which raise its error then (API.md section 9).
+   entry or by ``sk.synchronize()``, which raise its error then (docs/site/contract.md section 9).
 
 The status word is one device word per entry, allocated with its first bound plan: kernels
 store into it only on an error, so it stays 0 and is reset only after an error was read.
