@@ -20,6 +20,8 @@ from stencilkit.ir.abi import RaceMode
 from stencilkit.registry import cuda as cuda_registry
 from stencilkit.runtime import cuda as rt
 from stencilkit.runtime import cuda_bound
+from stencilkit.runtime.cuda_parloop import COLOUR_BLOCK
+from stencilkit.runtime.parloop_blocks import block_layout
 
 from . import computations as C
 from . import kernels as K
@@ -190,6 +192,9 @@ def test_parloop_maps_and_blocks_are_copied_once(counted):
         for i in range(3):
             acc[i, 0] += v[0]
 
+    coloured = sk.ParLoop(spread, cells, sk.Dat(cells)(sk.READ), sk.Dat(nodes)(sk.INC, m),
+                          race="color")
+    assert len(block_layout(coloured.bind(), COLOUR_BLOCK).colours) > 1
     for race in ("atomic", "color"):
         acc = sk.Dat(nodes, data=_device(np.zeros(40)))
         loop = sk.ParLoop(spread, cells, sk.Dat(cells, data=_device(x))(sk.READ),
@@ -200,6 +205,8 @@ def test_parloop_maps_and_blocks_are_copied_once(counted):
         counted.counts.clear()
         loop.compute()
         assert not counted.counts["asarray"], race  # on the device already
+        # the earlier run's status word, read once, not once per colour
+        assert counted.counts["asnumpy"] == 1, race
         expect = np.zeros(40)
         np.add.at(expect, m.values.reshape(-1), np.repeat(x, 3))
         np.testing.assert_allclose(np.asarray(acc.data), 2 * expect, rtol=1e-13)

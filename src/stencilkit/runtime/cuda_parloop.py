@@ -60,12 +60,17 @@ def run_blocks(call: ParLoopCall, fn: Callable[..., int]) -> None:
     if call.race is not RaceMode.COLOUR:
         check_status(call, fn(_one_per_block(call.set_size), *arrays))
         return
-    for blocks in block_layout(call, COLOUR_BLOCK).colours:
+    for colour, blocks in enumerate(block_layout(call, COLOUR_BLOCK).colours):
         # the colouring is kept with the maps (parloop_blocks.coloring): its block lists
         # are the same arrays on every call, frozen so that their device copies stay
         blocks = np.ascontiguousarray(blocks)
         blocks.flags.writeable = False
-        check_status(call, fn(blocks, *arrays))
+        if colour and isinstance(fn, CudaParLoopEntry):
+            # the colours of one run follow each other on the stream: only the first
+            # waits for the loop's earlier runs (to raise their errors)
+            check_status(call, fn.launch(blocks, *arrays))
+        else:
+            check_status(call, fn(blocks, *arrays))
 
 
 class CudaParLoopEntry(CudaEntry):
@@ -76,6 +81,10 @@ class CudaParLoopEntry(CudaEntry):
     def __call__(self, *args: object) -> int:
         if self in _PENDING:
             self.raise_pending()
+        return self.launch(*args)
+
+    def launch(self, *args: object) -> int:
+        """The call without reading the earlier calls' status word first."""
         cp = cuda._cupy()  # looked up per call: the tests' emulator replaces it
         pointers = [p for p in self.plan.kernel.params if p.pointer]
         values: list[object] = []
