@@ -15,6 +15,7 @@ copied first, as on the host). Host and device arrays are not mixed in one call 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -64,11 +65,19 @@ def stand_in(value: object, writable: bool = False) -> np.ndarray:
 def _bytes(value: object) -> tuple[int, int] | None:
     """The device addresses [first, last) a device array spans; None when it is empty."""
     dtype, shape, strides, address, _ = _geometry(value)
+    span = _span(dtype.itemsize, shape, strides)
+    return None if span is None else (address + span[0], address + span[1])
+
+
+@functools.lru_cache(maxsize=1024)
+def _span(itemsize: int, shape: tuple[int, ...], strides: tuple[int, ...]
+          ) -> tuple[int, int] | None:
+    """The bytes [first, last) an array of this geometry spans relative to its address;
+    None when it is empty (per geometry: a time loop asks the same every call)."""
     if 0 in shape:
         return None
-    lo = address + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    hi = address + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
-    return lo, hi
+    return (sum(min(0, (n - 1) * s) for n, s in zip(shape, strides)),
+            sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize)
 
 
 def computation_fields(comp, values: dict[str, object], fields: dict[str, object]
@@ -109,7 +118,21 @@ def computation_fields(comp, values: dict[str, object], fields: dict[str, object
                 raise ArgumentError(
                     f"field '{w}' is written and shares memory with field '{other}'",
                     stencil=name, loc=loc, hint="pass separate arrays (copy one of them)")
-    return values, {n: stand_in(a, writable=True) for n, a in fields.items()}
+    hosts = {}
+    for n, a in fields.items():
+        dtype, shape, strides, _, read_only = _geometry(a)
+        hosts[n] = _field_stand_in(n, dtype, shape, strides, not read_only)
+    return values, hosts
+
+
+@functools.lru_cache(maxsize=1024)
+def _field_stand_in(name: str, dtype: np.dtype, shape: tuple[int, ...],
+                    strides: tuple[int, ...], writable: bool) -> np.ndarray:
+    """A computation field's stand-in (``stand_in``), kept per name and geometry: a time
+    loop's calls reuse it; fields of one call have distinct names, so distinct stand-ins
+    (nothing compares them by memory, but two fields must never look like one array)."""
+    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, strides,
+                                           writeable=writable)
 
 
 def point_call(st, args: tuple, out: object):
