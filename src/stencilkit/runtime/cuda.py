@@ -66,7 +66,8 @@ def _cupy():
 #: the entries with calls nobody has waited for, each with its status word, in call order
 _PENDING: dict[CudaEntry, object] = {}
 #: entries called inside a CUDA graph capture: every replay may write their status words,
-#: so ``synchronize`` reads them every time
+#: so ``synchronize`` reads them every time. Held for good: a graph may outlive the stencil,
+#: and its kernels must never write a status word that was freed
 _CAPTURED: dict[CudaEntry, object] = {}
 
 
