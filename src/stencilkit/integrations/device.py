@@ -155,17 +155,21 @@ def _fast_calls(st) -> dict[tuple, _FastPointCall]:
 
 
 _SCALARS = (int, float, bool, complex)
+_SCALAR_KEY: list = []  # stencil._scalar_key
 
 
 def _fast_key(st, args: tuple[Any, ...], out: Any) -> tuple | None:
     """What a call's checks and specialization depend on, when every array is an ndarray of
     an array module (CuPy's, say) and every other argument a Python number: the backend,
     each array's type, dtype, shape and strides, each number's type; else None."""
-    from ..stencil import _scalar_key  # noqa: PLC0415 (stencil imports the adapters)
+    if not _SCALAR_KEY:  # stencil imports the adapters: bound on first use, not per call
+        from ..stencil import _scalar_key
 
+        _SCALAR_KEY.append(_scalar_key)
+    scalar_key = _SCALAR_KEY[0]
     try:
         return (st.backend or current().backend,
-                tuple([_scalar_key(a) if type(a) in _SCALARS else
+                tuple([scalar_key(a) if type(a) in _SCALARS else
                        (type(a), a.dtype, a.shape, a.strides) for a in args]),
                 None if out is None else (type(out), out.dtype, out.shape, out.strides))
     except Exception:  # noqa: BLE001 - not an array of a module: the general path decides

@@ -248,8 +248,8 @@ class CudaEntry:
         self.owner = self  # whose status word this entry's launches write
         # a point kernel's standard_indexing arrays, checked before any launch as the C
         # entry point checks them (every other argument check is the launcher's, shared
-        # with the CPU backends)
-        self.standard = standard
+        # with the CPU backends); none to check: nothing to do per call
+        self.standard = standard if standard is not None and standard.positions else None
         self.source = source
         self.names = tuple(names)
         self.writable = writable  # arguments the kernel may write (copied back from device)
