@@ -6,8 +6,10 @@ on first use, then runs. Shared targets written through maps are protected by co
 atomics (``sk.configure(race="color" | "atomic")``, or ``race=`` on the loop). Colouring is
 PyOP2's block colouring: contiguous blocks of elements, coloured so that blocks of one
 colour share no target entry; each block runs its elements in order, without atomics. "auto"
-picks colouring: on the 1,000,000-cell INC benchmark it ran in 1.0 ms against 8.1 ms with
-atomics (x86 has no atomic floating-point add, so each update is a compare-and-swap loop).
+picks colouring on the CPU: on the 1,000,000-cell INC benchmark it ran in 1.0 ms against 8.1 ms
+with atomics (x86 has no atomic floating-point add, so each update is a compare-and-swap loop);
+a backend may declare its own choice (``Pieces.auto_race``: "cuda" picks atomics for INCs of
+the element types it adds natively).
 RW, MIN and MAX through a map, and complex values, always use colouring; so does every
 ParLoop on the "numba" backend, which has no atomics (``race="atomic"`` colours there).
 """
@@ -31,6 +33,7 @@ from .parloop import MAX, MIN, READ, RW, Arg, Kernel, Map, MapEntry, Set, check_
 from .parloop_checks import check_objects
 from .passes import lower_parloop as lpl
 from .registry import Backend
+from .registry.base import load
 from .runtime import lazy
 
 # The schedulers' helpers, where the tests and the benchmarks have always found them
@@ -155,8 +158,9 @@ class ParLoop:
 
     # ------------------------------------------------------------ code
 
-    def race_mode(self) -> RaceMode:
-        """How shared targets are protected: none (no shared write), colouring or atomics."""
+    def race_mode(self, backend: Backend | None = None) -> RaceMode:
+        """How shared targets are protected: none (no shared write), colouring or atomics;
+        "auto" is what ``backend`` declares (``Pieces.auto_race``), else colouring."""
         race = self.race or current().race
         if race not in RACE_MODES:
             raise ArgumentError(f"race mode {race!r} (sk.configure or STENCILKIT_RACE) is not "
@@ -164,11 +168,14 @@ class ParLoop:
                                 hint="race='color' or race='atomic'")
         if self._race_fixed is not None:
             return self._race_fixed
+        if race == "auto" and backend is not None and backend.pieces is not None \
+                and backend.pieces.auto_race is not None:
+            return load(backend.pieces.auto_race)(self.specs)  # type: ignore[operator]
         return RaceMode.ATOMIC if race == RaceMode.ATOMIC else RaceMode.COLOUR
 
     def _key(self, backend: Backend) -> tuple:
         return (backend.name, self.kernel.name, self.kernel.code or self.kernel.func,
-                self.specs, self.race_mode(), self.kernel.fast_math)
+                self.specs, self.race_mode(backend), self.kernel.fast_math)
 
     def generate(self, backend: str | None = None) -> str:
         """The generated source (rendered: nothing is compiled), independent of sizes."""
@@ -196,7 +203,7 @@ class ParLoop:
                                stencil=name, hint=f"use backend={able[0]!r} or write the "
                                                   "kernel in Python")
         return ParLoopRequest(backend, name, self._typed, self.specs, self._src,
-                              self.kernel.code, self.race_mode() is RaceMode.ATOMIC,
+                              self.kernel.code, self.race_mode(backend) is RaceMode.ATOMIC,
                               self.kernel.fast_math)
 
     # ------------------------------------------------------------ execution
@@ -226,15 +233,16 @@ class ParLoop:
             chosen = registry.resolve(self.backend, self.kernel.name)
             _, fn = self._built(chosen.name)
             check_objects(self, chosen.capabilities.device is Device.GPU)  # type: ignore
-            chosen.launcher("parloop")(self.bind(), fn)
+            chosen.launcher("parloop")(self.bind(chosen), fn)
         except StencilError as exc:
             raise at_call(exc, sys._getframe(1)) from exc.__cause__
 
-    def bind(self) -> ParLoopCall:
-        """This run's values (arrays, maps, the set's size, the race mode), as the launchers
-        take them: they see no ParLoop, Dat or Map. The same call while the race mode and
-        the maps' values are (a Dat's array is its own for life: assignments copy into it)."""
-        race = self.race_mode()
+    def bind(self, backend: Backend | None = None) -> ParLoopCall:
+        """This run's values (arrays, maps, the set's size, the race mode on ``backend``), as
+        the launchers take them: they see no ParLoop, Dat or Map. The same call while the
+        race mode and the maps' values are (a Dat's array is its own for life: assignments
+        copy into it)."""
+        race = self.race_mode(backend)
         key = (race, *(m.version for m in self._maps))
         if self._bound is None or self._bound[0] != key:
             self._bound = key, ParLoopCall(self.kernel.name, self.loc, self.iterset.size, race,

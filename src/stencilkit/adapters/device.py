@@ -15,10 +15,14 @@ copied first, as on the host). Host and device arrays are not mixed in one call 
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 
 from .. import registry, storage
 from ..arrays import is_device
+from ..config import current
 from ..errors import ArgumentError
 from . import Adapter, _device_like, register
 
@@ -33,6 +37,10 @@ def cuda_view(chosen, value: object) -> object:
 
 def _geometry(value: object) -> tuple[np.dtype, tuple[int, ...], tuple[int, ...], int, bool]:
     """(dtype, shape, strides in bytes, device address, read-only) of a device array."""
+    memory = getattr(value, "data", None)
+    if hasattr(memory, "ptr"):  # CuPy's ndarray (never read-only): no interface dict built
+        return (value.dtype, value.shape, value.strides,  # type: ignore[attr-defined]
+                int(memory.ptr), False)  # type: ignore[union-attr]
     cai = value.__cuda_array_interface__  # type: ignore[attr-defined]
     dtype = np.dtype(cai["typestr"])
     shape = tuple(int(n) for n in cai["shape"])
@@ -58,11 +66,19 @@ def stand_in(value: object, writable: bool = False) -> np.ndarray:
 def _bytes(value: object) -> tuple[int, int] | None:
     """The device addresses [first, last) a device array spans; None when it is empty."""
     dtype, shape, strides, address, _ = _geometry(value)
+    span = _span(dtype.itemsize, shape, strides)
+    return None if span is None else (address + span[0], address + span[1])
+
+
+@functools.lru_cache(maxsize=1024)
+def _span(itemsize: int, shape: tuple[int, ...], strides: tuple[int, ...]
+          ) -> tuple[int, int] | None:
+    """The bytes [first, last) an array of this geometry spans relative to its address;
+    None when it is empty (per geometry: a time loop asks the same every call)."""
     if 0 in shape:
         return None
-    lo = address + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    hi = address + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
-    return lo, hi
+    return (sum(min(0, (n - 1) * s) for n, s in zip(shape, strides)),
+            sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize)
 
 
 def computation_fields(comp, values: dict[str, object], fields: dict[str, object]
@@ -103,14 +119,134 @@ def computation_fields(comp, values: dict[str, object], fields: dict[str, object
                 raise ArgumentError(
                     f"field '{w}' is written and shares memory with field '{other}'",
                     stencil=name, loc=loc, hint="pass separate arrays (copy one of them)")
-    return values, {n: stand_in(a, writable=True) for n, a in fields.items()}
+    hosts = {}
+    for n, a in fields.items():
+        dtype, shape, strides, _, read_only = _geometry(a)
+        hosts[n] = _field_stand_in(n, dtype, shape, strides, not read_only)
+    return values, hosts
+
+
+@functools.lru_cache(maxsize=1024)
+def _field_stand_in(name: str, dtype: np.dtype, shape: tuple[int, ...],
+                    strides: tuple[int, ...], writable: bool) -> np.ndarray:
+    """A computation field's stand-in (``stand_in``), kept per name and geometry: a time
+    loop's calls reuse it; fields of one call have distinct names, so distinct stand-ins
+    (nothing compares them by memory, but two fields must never look like one array)."""
+    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, strides,
+                                           writeable=writable)
 
 
 def point_call(st, args: tuple, out: object):
     """``st(*args, out=out)`` where some argument (or ``out``) lives on a GPU."""
+    fast_key = _fast_key(st, args, out)
+    if fast_key is not None:
+        fast = _fast_calls(st).get(fast_key)
+        if fast is not None:
+            return fast(args, out)
+    return _point_call(st, args, out, fast_key)
+
+
+def _fast_calls(st) -> dict[tuple, _FastPointCall]:
+    """The stencil's device calls by ``_fast_key`` (beside its signature cache ``_specs``,
+    which holds its specializations only)."""
+    calls = st.__dict__.get("_device_calls")
+    if calls is None:
+        calls = st.__dict__["_device_calls"] = {}
+    return calls
+
+
+_SCALARS = (int, float, bool, complex)
+_SCALAR_KEY: list = []  # stencil._scalar_key
+
+
+def _fast_key(st, args: tuple[Any, ...], out: Any) -> tuple | None:
+    """What a call's checks and specialization depend on, when every array is an ndarray of
+    an array module (CuPy's, say) and every other argument a Python number: the backend,
+    each array's type, dtype, shape and strides, each number's type; else None."""
+    if not _SCALAR_KEY:  # stencil imports the adapters: bound on first use, not per call
+        from ..stencil import _scalar_key
+
+        _SCALAR_KEY.append(_scalar_key)
+    scalar_key = _SCALAR_KEY[0]
+    try:
+        return (st.backend or current().backend,
+                tuple([scalar_key(a) if type(a) in _SCALARS else
+                       (type(a), a.dtype, a.shape, a.strides) for a in args]),
+                None if out is None else (type(out), out.dtype, out.shape, out.strides))
+    except Exception:  # noqa: BLE001 - not an array of a module: the general path decides
+        return None
+
+
+class _FastPointCall:
+    """A device call whose specialization and checks were settled by an earlier call with
+    the same ``_fast_key``: only what depends on the arrays' addresses is left (an input
+    overlapping ``out`` is copied first, as ``_unaliased`` does), and ``out`` allocated in
+    the first argument's layout when not given."""
+
+    __slots__ = ("call", "name", "xp", "spans", "out_span", "layout")
+
+    def __init__(self, call, name: str, xp, args: tuple, out: object | None,
+                 layout: tuple[tuple[int, ...], tuple[int, ...], np.dtype] | None) -> None:
+        self.call, self.name, self.xp, self.layout = call, name, xp, layout
+        # each array argument's span in bytes relative to its address (None: a number, or
+        # an empty array, which overlaps nothing)
+        self.spans = tuple(_relative_span(a) if type(a) not in _SCALARS else None
+                           for a in args)
+        self.out_span = None if out is None else _relative_span(out)
+
+    def __call__(self, args: tuple, out: object) -> object:
+        call = self.call
+        if out is None:
+            shape, inverse, dtype = self.layout  # type: ignore[misc]
+            out = self.xp.empty(shape, dtype).transpose(inverse)
+            fill = True
+        else:
+            fill = call.has_cval
+            if self.out_span is not None:
+                args = self._unaliased(args, out)
+        status = call.entry(*args, out, fill, call.cval)
+        if status:
+            from ..runtime.launch import status_error
+
+            raise status_error(status, self.name, call.loc)
+        return out
+
+    def _unaliased(self, args: tuple, out: object) -> tuple:
+        base = _address(out)
+        lo, hi = base + self.out_span[0], base + self.out_span[1]  # type: ignore[index]
+        copied = None
+        for i, (a, span) in enumerate(zip(args, self.spans)):
+            if span is not None:
+                at = _address(a)
+                if at + span[0] < hi and lo < at + span[1]:
+                    copied = list(args) if copied is None else copied
+                    copied[i] = a.copy()
+        return args if copied is None else tuple(copied)
+
+
+def _address(a: object) -> int:
+    """A device array's address: CuPy's pointer, else its ``__cuda_array_interface__``'s."""
+    try:
+        return a.data.ptr  # type: ignore[attr-defined]
+    except AttributeError:
+        return int(a.__cuda_array_interface__["data"][0])  # type: ignore[attr-defined]
+
+
+def _relative_span(a: object) -> tuple[int, int] | None:
+    """The bytes [first, last) a device array spans relative to its address; None when it
+    is empty."""
+    span = _bytes(a)
+    if span is None:
+        return None
+    at = _address(a)
+    return span[0] - at, span[1] - at
+
+
+def _point_call(st, args: tuple, out: object, fast_key: tuple | None):
     from ..runtime.launch import status_error
     from ..stencil import _array_key, _scalar_key
 
+    given = args  # as the caller passed them: a fast call takes them so (_fast_key)
     chosen = registry.resolve(st.backend, st.__name__)
     if chosen.capabilities.device != "gpu":  # type: ignore[union-attr]
         raise ArgumentError(f"device arrays need a GPU backend, not {chosen.name!r}",
@@ -140,15 +276,26 @@ def point_call(st, args: tuple, out: object):
     from ..runtime.launch import check_shapes
 
     check_shapes(hosts, out_host, call.relative_positions, st.__name__, call.loc)
+    xp = storage.array_module(chosen)
+    layout = None
     if out is None:
-        out = _empty_in_layout(storage.array_module(chosen), hosts[0], call.out_dtype)
+        out = _empty_in_layout(xp, hosts[0], call.out_dtype)
         fill = True
         laid = _array_key(stand_in(out))
         if not laid[2]:  # its last stride is not one: the kernels built for such an output
             call = specialization(laid)
+        from ..runtime.cuda import device_layout
+
+        order = device_layout(hosts[0])  # as _empty_in_layout
+        layout = (tuple(hosts[0].shape[i] for i in order),
+                  tuple(int(i) for i in np.argsort(order)), call.out_dtype)
     else:
         fill = call.has_cval
         args = _unaliased(args, out)
+    if fast_key is not None and all(type(a) in _SCALARS or type(a) is xp.ndarray
+                                    for a in (*given, out)):
+        _fast_calls(st)[fast_key] = _FastPointCall(call, st.__name__, xp, args,
+                                             out if layout is None else None, layout)
     status = call.entry(*args, out, fill, call.cval)
     if status:
         raise status_error(status, st.__name__, call.loc)

@@ -128,17 +128,19 @@ class Pieces:
     math per dtype) to the language (None: the backend prints from the definition IR);
     ``stages``: per kind, the functions the compile driver runs; ``launcher``: per kind,
     what runs an entry point at a call; ``array_module``: the array library its arrays
-    come from.
+    come from; ``auto_race``: a function of a ParLoop's argument specs returning the
+    ``RaceMode`` that ``race="auto"`` runs (None: colouring).
     """
 
     platform: str | None
     stages: Stages
     launcher: PerKind
     array_module: str
+    auto_race: str | None = None
 
     def refs(self) -> tuple[str, ...]:
         return ((self.platform,) if self.platform else ()) + self.stages.refs() + \
-            self.launcher.refs()
+            self.launcher.refs() + ((self.auto_race,) if self.auto_race else ())
 
 
 @functools.cache

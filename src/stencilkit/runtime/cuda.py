@@ -2,31 +2,38 @@
 
 ``CudaEntry`` is called like the C backend's entry points (the same arguments, in the same
 order, the same returned status), so the shared launchers drive it: ``PointCall`` checks
-(``CudaPointCall``), ``CompiledComputationCall``, the ParLoop block runner. Per call it
+(``CudaPointCall``), ``CompiledComputationCall``, the ParLoop block runner. A call
 
 1. puts every array on the device: CuPy arrays, and arrays with
    ``__cuda_array_interface__``/``__dlpack__``, are used in place; NumPy arrays are copied
    to the device, and the ones the kernel may write are copied back after the run;
-2. binds the kernel's parameters (pointers, shapes, strides in elements, scalars of their
-   declared types) by the properties of their symbols (``bind``);
-3. walks the plan: host loops in Python, each launch with a grid that covers its dimensions
-   (``launch_config``: ``start``/``stop`` evaluated on the host by ``ir.host_eval``), the device
-   status word last;
-4. reads the status word back and returns it (0, or a ``STATUS_*`` code) when NumPy arrays
-   were copied back (that copy waits for the kernels anyway). When every array stayed on the
-   device, nothing waits: the call returns 0 and its status word is read by the next call
-   of the same entry or by ``sk.synchronize()``, which raise its error then (contract.md
-   section 9). Launches go to the caller's current CuPy stream.
+2. looks up the plan bound to the arguments' signature (shapes, strides, the scalars the
+   launch bounds read: ``runtime.cuda_bound``). The first call with a signature binds it:
+   chooses the variant (``runtime.cuda_variants``), binds the kernel's parameters by the
+   properties of their symbols (``bind``), walks the plan's host loops and sizes each
+   launch's grid in Python (``ir.host_eval``), and keeps the launches with their argument
+   tuples. Every later call swaps in its pointers and free scalars and launches: the cost
+   of a bare launch per kernel, on the caller's current CuPy stream;
+3. returns the status (0, or a ``STATUS_*`` code) when NumPy arrays were copied back (that
+   copy waits for the kernels anyway). When every array stayed on the device nothing waits:
+   the call returns 0, and the entry's status word is read by the next call of the same
+   entry or by ``sk.synchronize()``, which raise its error then (docs/site/contract.md section 9).
+
+The status word is one device word per entry, allocated with its first bound plan: kernels
+store into it only on an error, so it stays 0 and is reset only after an error was read.
+A call therefore allocates nothing (a CUDA graph capture may record it), and inside a
+capture it reads nothing either: the word of a captured call is read by every later
+``sk.synchronize()`` (each replay may write it).
 
 The module is compiled (NVRTC, cached on disk per source and compute capability) and loaded
 on the first call, so building an entry needs no device: ``generate(backend="cuda")`` works
-anywhere. Only steps 1, 3 (the launches) and 4 need a GPU; the rest is unit-tested without
-one (tests/test_cuda_runtime.py).
+anywhere. Only the launches and the copies need a GPU; the rest is tested without one
+(tests/test_cuda_runtime.py, tests/test_cuda_host.py).
 """
 
 from __future__ import annotations
 
-import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -37,9 +44,9 @@ from ..ir import kernel as k
 from ..ir.host_eval import (
     evaluate,  # noqa: F401 (re-exported: tests)
     extents,
-    host_launches,
 )
-from ..ir.plan import Launch, LaunchPlan, Step, Variant
+from ..ir.plan import Launch, LaunchPlan, Variant
+from .cuda_bound import BOUND_LIMIT, BoundPlan, host_read_symbols, positions_of, signature
 from .cuda_variants import Variants, choose
 from .launch import PointCall, StandardArrays, status_error
 
@@ -56,21 +63,25 @@ def _cupy():
     return cupy
 
 
-#: the status words of launches nobody has waited for: (entry, device word), in call order
-_PENDING: list[tuple[CudaEntry, object]] = []
+#: the entries with calls nobody has waited for, each with its status word, in call order
+_PENDING: dict[CudaEntry, object] = {}
+#: entries called inside a CUDA graph capture: every replay may write their status words,
+#: so ``synchronize`` reads them every time. Held for good: a graph may outlive the stencil,
+#: and its kernels must never write a status word that was freed
+_CAPTURED: dict[CudaEntry, object] = {}
 
 
 def synchronize() -> None:
     """``sk.synchronize()``: wait for every stencil call on the GPU, then raise the first
     run-time error any of them reported (the ``sk.ArgumentError`` naming its stencil), as
     the call itself would have raised it had it waited."""
-    if not _PENDING:
+    if not _PENDING and not _CAPTURED:
         return
     cp = _cupy()
     stream = _current_stream(cp)
     if stream is not None:
         stream.synchronize()
-    pending = list(_PENDING)
+    pending = {**_PENDING, **_CAPTURED}
     _PENDING.clear()
     first = _first_error(cp, pending)
     if first is not None:
@@ -83,12 +94,25 @@ def _current_stream(cp) -> object | None:
     return current() if current is not None else None
 
 
-def _first_error(cp, pending: list[tuple[CudaEntry, object]]) -> StencilError | None:
-    """Every status word of ``pending`` read (each read waits for its launch); the error of
-    the first that reported one."""
+def _capturing(cp) -> bool:
+    stream = _current_stream(cp)
+    return stream is not None and getattr(stream, "is_capturing", lambda: False)()
+
+
+def _read_status(cp, word) -> int:
+    """The code in a status word (the read waits for the launches that may write it); a
+    non-zero word is reset, so that the error is raised once."""
+    code = int(cp.asnumpy(word)[0])
+    if code:
+        word.fill(0)
+    return code
+
+
+def _first_error(cp, pending: Mapping[CudaEntry, object]) -> StencilError | None:
+    """Every status word of ``pending`` read; the error of the first that reported one."""
     first: StencilError | None = None
-    for entry, word in pending:
-        code = int(cp.asnumpy(word)[0])
+    for entry, word in pending.items():
+        code = _read_status(cp, word)
         if code and first is None:
             first = entry.error_for(code)
     return first
@@ -135,13 +159,14 @@ def launch_config(launch: Launch, env: Mapping[str, object], covering: bool = Fa
     for i, n in enumerate(extents(launch, env)):
         if n <= 0:
             return None
-        grid[i] = math.ceil(n / block[i])
+        grid[i] = -(-n // block[i])
         if grid[i] > GRID_LIMITS[i]:
             if covering:
                 raise RuntimeError(f"{launch.name}: {n} points along grid axis {i} need "
                                    f"{grid[i]} blocks, more than a grid has (a stencilkit bug)")
             grid[i] = GRID_LIMITS[i]
     return (grid[0], grid[1], grid[2]), block
+
 
 
 # ---------------------------------------------------------------- parameters
@@ -220,11 +245,11 @@ class CudaEntry:
         # plan is the one for ``variants.own``; the others are built on first use
         self.variants = variants
         self._variants: dict[Variant, CudaEntry] = {}
-        self.owner = self  # whose pending status words this entry's calls leave
+        self.owner = self  # whose status word this entry's launches write
         # a point kernel's standard_indexing arrays, checked before any launch as the C
         # entry point checks them (every other argument check is the launcher's, shared
-        # with the CPU backends)
-        self.standard = standard
+        # with the CPU backends); none to check: nothing to do per call
+        self.standard = standard if standard is not None and standard.positions else None
         self.source = source
         self.names = tuple(names)
         self.writable = writable  # arguments the kernel may write (copied back from device)
@@ -234,25 +259,30 @@ class CudaEntry:
         self._functions: dict[str, object] | None = None
         self._arch: str | None = None
         self._module: object = None
+        # the plans bound per signature (``runtime.cuda_bound``), least recently bound first
+        self._bound: OrderedDict[tuple, BoundPlan] = OrderedDict()
+        # the positions of the scalar arguments the host reads (part of the signature):
+        # known once the first plan is bound
+        self._keyed: tuple[int, ...] = ()
+        self._status: object = None  # the device status word, allocated with the first plan
         # what a status this entry's kernels report is raised as: the launcher that calls it
         # sets its own (the stencil's name and line); this one names the entry only
         self.error_for: Callable[[int], StencilError] = \
             lambda code: status_error(code, name, None)
 
     def raise_pending(self) -> None:
-        """Read the status words of this entry's earlier calls that nobody waited for;
-        raise the first error among them."""
-        if not any(e is self for e, _ in _PENDING):
+        """Read the status word of this entry's earlier calls that nobody waited for (the
+        read waits for them); raise its error."""
+        word = _PENDING.get(self)
+        if word is None:
             return
         cp = _cupy()
-        stream = _current_stream(cp)
-        if stream is not None and getattr(stream, "is_capturing", lambda: False)():
+        if _capturing(cp):
             return  # inside a CUDA graph capture nothing may wait: sk.synchronize() reads it
-        mine = [(e, w) for e, w in _PENDING if e is self]
-        _PENDING[:] = [(e, w) for e, w in _PENDING if e is not self]
-        error = _first_error(cp, mine)
-        if error is not None:
-            raise error
+        del _PENDING[self]
+        code = _read_status(cp, word)
+        if code:
+            raise self.error_for(code)
 
     def functions(self) -> dict[str, object]:
         """The launches' kernels, compiled for the current device and loaded (once)."""
@@ -269,13 +299,23 @@ class CudaEntry:
                                for lc in self.plan.launches()}
         return self._functions
 
+    def status_word(self, cp) -> object:
+        """This entry's device status word (allocated once: kernels write it only on an
+        error, and a read that finds one resets it)."""
+        if self._status is None:
+            self._status = cp.zeros(1, dtype=cp.int32)
+        return self._status
+
     def to_device(self, args: Sequence[object]) -> tuple[list[object], list[tuple]]:
         cp = _cupy()
+        array = cp.ndarray
         dev: list[object] = []
         back: list[tuple[np.ndarray, object]] = []
         for n, a in zip(self.names, args):
-            if on_device(a):
-                dev.append(a if isinstance(a, cp.ndarray) else cp.asarray(a))  # no copy
+            if isinstance(a, array):
+                dev.append(a)
+            elif on_device(a):
+                dev.append(cp.asarray(a))  # no copy: a view of the same memory
             elif isinstance(a, np.ndarray):
                 d = to_device(cp, a)  # a copy on the device (documented)
                 if n in self.writable:
@@ -286,14 +326,48 @@ class CudaEntry:
         return dev, back
 
     def __call__(self, *args: object) -> int:
-        self.raise_pending()
+        if self in _PENDING:
+            self.raise_pending()
         if self.standard is not None:
             self.standard.check(args)
         dev, back = self.to_device(args)
+        cp = _cupy()
+        bound = self._bound.get(signature(dev, self._keyed, cp.ndarray))
+        if bound is None:
+            bound = self.bind_plan(cp, dev)
+        bound.run(dev)
+        return self.finish(cp, back)
+
+    def bind_plan(self, cp, dev: Sequence[object]) -> BoundPlan:
+        """The plan of the variant for ``dev`` bound to their signature (kept)."""
         entry = self.variant(dev)
-        functions = entry.functions()
-        env = bind(entry.plan.kernel.params, self.names, dev)
-        return entry.run_plan(env, functions, back)
+        params = entry.plan.kernel.params
+        positions, free, keyed = positions_of(params, self.names,
+                                              host_read_symbols(entry.plan.steps))
+        if not set(keyed) <= set(self._keyed):  # a scalar the bounds read: now in the key
+            self._keyed = tuple(sorted({*self._keyed, *keyed}))
+            self._bound.clear()
+        bound = BoundPlan.build(entry.plan, entry.functions(), bind(params, self.names, dev),
+                                positions, free, self.status_word(cp),
+                                lambda n, dtype: cp.zeros(n, dtype=dtype), launch_config)
+        self._bound[signature(dev, self._keyed, cp.ndarray)] = bound
+        if len(self._bound) > BOUND_LIMIT:
+            self._bound.popitem(last=False)
+        return bound
+
+    def finish(self, cp, back: list[tuple]) -> int:
+        """After the launches: nothing to wait for when every array is on the device (the
+        status word is read later); else the host arrays in ``back`` copied back and the
+        status read and returned."""
+        word = self.status_word(cp)
+        if not back:
+            _PENDING[self] = word
+            if _capturing(cp):
+                _CAPTURED[self] = word
+            return 0
+        for host, d in back:
+            host[...] = cp.asnumpy(d)
+        return _read_status(cp, word)
 
     def variant(self, dev: Sequence[object]) -> CudaEntry:
         """The entry whose kernels are specialized for the layout and sizes of the device
@@ -312,62 +386,6 @@ class CudaEntry:
             entry.owner = self
             self._variants[wanted] = entry
         return entry
-
-    def run_plan(self, env: dict[str, object], functions: dict[str, object],
-                 back: list[tuple]) -> int:
-        """Scratch arrays and the status word allocated, the plan run, the host arrays in
-        ``back`` copied back; the status returned."""
-        cp = _cupy()
-        for s in self.plan.scratch:
-            env[s.symbol.name] = cp.zeros(s.size, dtype=s.symbol.dtype)
-        status = cp.zeros(1, dtype=cp.int32)
-        self.run(self.plan.steps, env, functions, status)
-        if not back:  # everything on the device: no wait now (see the module docstring)
-            _PENDING.append((self.owner, status))
-            return 0
-        for host, d in back:
-            host[...] = cp.asnumpy(d)
-        return int(cp.asnumpy(status)[0])
-
-    def run(self, steps: tuple[Step, ...], env: dict[str, object],
-            functions: dict[str, object], status: object) -> None:
-        for launch in host_launches(steps, env):
-            config = launch_config(launch, env, self.plan.covering)
-            if config is not None:
-                grid, block = config
-                functions[launch.name](grid, block,  # type: ignore[operator]
-                                       kernel_arguments(launch, env, status))
-
-
-class CudaParLoopEntry(CudaEntry):
-    """A ParLoop's loop: called as ``entry(blocks, array, ...)`` (the block runner's
-    convention); the arrays bind to the pointer parameters in order, ``nblocks`` is the
-    number of rows of ``blocks``."""
-
-    def __call__(self, *args: object) -> int:
-        self.raise_pending()
-        cp = _cupy()
-        functions = self.functions()
-        blocks, arrays = args[0], args[1:]
-        pointers = [p for p in self.plan.kernel.params if p.pointer]
-        dev_blocks = cp.asarray(blocks)
-        env: dict[str, object] = {}
-        back = []
-        for p, a in zip(pointers[1:], arrays):
-            if on_device(a):  # a Dat on the GPU: in place
-                env[p.name] = a if isinstance(a, cp.ndarray) else cp.asarray(a)
-            elif isinstance(a, np.ndarray):  # host data and maps: copied (documented)
-                d = to_device(cp, a)
-                if not p.has(k.ReadOnly):
-                    back.append((a, d))
-                env[p.name] = d
-            else:
-                env[p.name] = a
-        env[pointers[0].name] = dev_blocks
-        for p in self.plan.kernel.params:
-            if not p.pointer:
-                env[p.name] = len(blocks)  # type: ignore[arg-type]
-        return self.run_plan(env, functions, back)
 
 
 class CudaPointCall(PointCall):

@@ -161,7 +161,7 @@ extern "C" __global__ void sk_parloop_spread_1(int64_t nblocks, const int64_t *_
             }
             int64_t m1_row = e * 3;
             for (int64_t q = 0; q < 6; ++q) {
-                a1[(int64_t)m1[m1_row + q / 2] * 2 + q % 2] += l1[q];
+                sk_atomic_add_f64(a1 + (int64_t)m1[m1_row + q / 2] * 2 + q % 2, l1[q]);
             }
         }
     }

@@ -1,0 +1,234 @@
+"""The host side of a "cuda" call, without a GPU: µs per call, before and after.
+
+The backend's real call path runs (the launcher's checks, the entry, the binding, the
+launches' argument tuples) with CuPy replaced by a stand-in whose kernel launches do nothing:
+device arrays are NumPy arrays that carry ``__cuda_array_interface__``, a "launch" returns
+at once. What it measures is therefore the Python a call costs on top of the launches
+themselves; on a GPU each launch adds CuPy's and the driver's own cost (a bare
+``RawKernel`` launch: 14-17 µs per call in issue 27's H200 run, its synchronization
+included) and each transfer or allocation counted here adds its own. Next to the timings it
+counts, per call, what the stand-in was asked to do: launches, allocations (``zeros``/
+``empty``, a status word or scratch array) and host<->device copies (``asarray``/
+``asnumpy``: a status word read is one).
+
+Cases: lap3d 16³ called with ``out=`` (a point kernel), hdiff 16×16×8 (a computation),
+an INC ParLoop of 512 triangles onto 300 nodes (race="atomic"), all on device arrays;
+and the same calls on the "c" backend with NumPy arrays (kernel time included: 16³ points
+is a few µs of it; one thread, so that OpenMP's start-up and spinning are not counted).
+Each tree (``--before`` REV, default ``main``, extracted with ``git archive``; and this
+checkout) runs in its own interpreter; the table gives medians over batches of calls of the
+CPU time per call (``time.process_time``: the stand-in's launches return at once and the C
+calls run one thread, so it is the host's time; less sensitive than wall time to a loaded
+machine, but the medians still move by some 30% between runs: compare columns of one run).
+
+    PYTHONPATH=src python benchmarks/cuda_host.py [--before main] [--calls 2000] [--batches 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------- the stand-in for CuPy
+
+
+class DeviceArray(np.ndarray):
+    """Host memory that says it is on a GPU (what CuPy's arrays are to the backend), with
+    CuPy's ``data.ptr`` (a device pointer read without building the interface's dict)."""
+
+    @property
+    def data(self) -> types.SimpleNamespace:  # type: ignore[override]
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "strides": self.strides,
+                "data": (self.ctypes.data, False), "version": 3}
+
+
+COUNTS = {"launches": 0, "allocations": 0, "copies": 0}
+
+
+def _count(what: str, fn):
+    def counted(*a, **kw):
+        COUNTS[what] += 1
+        return fn(*a, **kw)
+    return counted
+
+
+def stand_in() -> types.ModuleType:
+    """A CuPy whose arrays are ``DeviceArray``s and which counts what it is asked to do."""
+    fake = types.ModuleType("cupy")
+    fake.__dict__.update(
+        ndarray=DeviceArray,
+        asarray=_count("copies", lambda a, dtype=None: np.array(a, dtype=dtype)
+                       .view(DeviceArray)),
+        asnumpy=_count("copies", lambda a: np.array(a).view(np.ndarray)),
+        zeros=_count("allocations", lambda shape, dtype=float: np.zeros(shape, dtype)
+                     .view(DeviceArray)),
+        empty=_count("allocations", lambda shape, dtype=float: np.empty(shape, dtype)
+                     .view(DeviceArray)),
+        int32=np.int32,
+        cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(
+            compute_capability="90")),
+    )
+    return fake
+
+
+def install() -> types.ModuleType:
+    import dataclasses
+
+    from stencilkit import registry, storage
+    from stencilkit.runtime import cuda as runtime
+
+    fake = stand_in()
+    launch = _count("launches", lambda grid, block, args: None)
+
+    def functions(self):
+        return {lc.name: launch for lc in self.plan.launches()}
+
+    runtime._cupy = lambda: fake
+    storage.array_module = lambda backend: fake
+    runtime.CudaEntry.functions = functions
+    registry.REGISTRY["cuda"] = dataclasses.replace(registry.REGISTRY["cuda"],
+                                                    probe=lambda: None)
+    return fake
+
+
+# ---------------------------------------------------------------- the cases
+
+
+def lap3d(a):
+    return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1]
+            - 6.0 * a[0, 0, 0])
+
+
+def cases(backend: str, wrap):
+    """(name, a call with no arguments) per case, on ``backend`` with arrays made by
+    ``wrap`` (a device array or the NumPy array itself); each call run once already."""
+    import stencilkit as sk
+
+    sys.path.insert(0, str(ROOT))
+    from tests import computations as C
+
+    rng = np.random.default_rng(0)
+    a, out = wrap(rng.random((16, 16, 16))), wrap(np.zeros((16, 16, 16)))
+    st = sk.stencil(lap3d, backend=backend)
+
+    inp, coeff, res = (wrap(rng.random((16, 16, 8))) for _ in range(3))
+    hdiff = sk.stencil(C.hdiff, backend=backend)
+
+    cells, nodes = sk.Set(512), sk.Set(300)
+    tri = sk.Map(cells, nodes, 3, rng.integers(0, 300, (512, 3)))
+    x = sk.Dat(cells, data=wrap(rng.random(512)))
+    acc = sk.Dat(nodes, data=wrap(np.zeros(300)))
+
+    @sk.kernel
+    def spread(v, total):
+        for i in range(3):
+            total[i, 0] += v[0]
+
+    loop = sk.ParLoop(spread, cells, x(sk.READ), acc(sk.INC, tri), backend=backend,
+                      race="atomic")
+    calls = {"lap3d 16³, out= (point)": lambda: st(a, out=out),
+             "hdiff 16×16×8 (computation)": lambda: hdiff(inp, res, coeff),
+             "ParLoop INC, 512 cells (atomic)": loop.compute}
+    for call in calls.values():
+        call()
+    return calls
+
+
+def measure(calls: int, batches: int) -> dict:
+    """Per case and backend: median µs per call, and per-call counts (cuda)."""
+    import stencilkit as sk
+
+    install()
+    sk.set_num_threads(1)
+    device = {"cuda": lambda h: np.array(h).view(DeviceArray), "c": lambda h: h}
+    results: dict = {}
+    for backend, wrap in device.items():
+        for name, call in cases(backend, wrap).items():
+            times = []
+            for _ in range(batches):
+                before = dict(COUNTS)
+                t0 = time.process_time()
+                for _ in range(calls):
+                    call()
+                times.append((time.process_time() - t0) / calls * 1e6)
+                counts = {k: (COUNTS[k] - before[k]) / calls for k in COUNTS}
+            sk.synchronize()
+            results[f"{backend}|{name}"] = {"us": statistics.median(times),
+                                            "counts": counts if backend == "cuda" else None}
+    return results
+
+
+# ---------------------------------------------------------------- before and after
+
+
+def run_tree(src: Path, calls: int, batches: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(src), STENCILKIT_CUDA_EMULATOR="0")
+    env.setdefault("STENCILKIT_CACHE_DIR", tempfile.mkdtemp(prefix="sk-cuda-host-"))
+    done = subprocess.run([sys.executable, __file__, "--measure", "--calls", str(calls),
+                           "--batches", str(batches)], env=env, capture_output=True,
+                          text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"the run on {src} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def extract(rev: str, into: Path) -> Path:
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "src"],
+                             capture_output=True, check=True).stdout
+    tar = into / "src.tar"
+    tar.write_bytes(archive)
+    with tarfile.open(tar) as t:
+        t.extractall(into, filter="data")
+    return into / "src"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="main", help="the revision to compare with")
+    parser.add_argument("--calls", type=int, default=2000, help="calls per batch")
+    parser.add_argument("--batches", type=int, default=15)
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.calls, args.batches)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        before = run_tree(extract(args.before, Path(tmp)), args.calls, args.batches)
+    after = run_tree(ROOT / "src", args.calls, args.batches)
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    print(f"µs per call (median of {args.batches} batches of {args.calls}); "
+          f"before: {args.before}, after: {head} (+ working tree)\n")
+    print("| case | before: cuda | after: cuda | c | per call after (before): launches, "
+          "allocations, copies |")
+    print("|---|---:|---:|---:|---|")
+    for key in after:
+        backend, name = key.split("|")
+        if backend != "cuda":
+            continue
+        b, a, c = before[key], after[key], after[f"c|{name}"]
+        counts = ", ".join(f"{a['counts'][k]:g} ({b['counts'][k]:g})"
+                           for k in ("launches", "allocations", "copies"))
+        print(f"| {name} | {b['us']:.1f} | {a['us']:.1f} | {c['us']:.1f} | {counts} |")
+
+
+if __name__ == "__main__":
+    main()

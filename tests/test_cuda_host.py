@@ -1,0 +1,307 @@
+"""The host side of a "cuda" call (issue 27): a plan bound once per argument signature and
+replayed, no allocation per call, ParLoop maps and block lists on the device once, calls
+inside a CUDA graph capture that neither wait nor allocate nor copy, and what
+``race="auto"`` runs. On the CPU emulator,
+with its CuPy counting what it is asked to do; the graph replay itself on a real device
+only."""
+
+from __future__ import annotations
+
+import collections
+import shutil
+import types
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit import registry
+from stencilkit.ir.abi import RaceMode
+from stencilkit.registry import cuda as cuda_registry
+from stencilkit.runtime import cuda as rt
+from stencilkit.runtime import cuda_bound
+from stencilkit.runtime.cuda_parloop import COLOUR_BLOCK
+from stencilkit.runtime.parloop_blocks import block_layout
+
+from . import computations as C
+from . import kernels as K
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+
+
+class FakeStream:
+    """CuPy's current stream as the runtime sees it: capturing or not; its waits counted."""
+
+    def __init__(self) -> None:
+        self.capturing = False
+        self.waits = 0
+
+    def is_capturing(self) -> bool:
+        return self.capturing
+
+    def synchronize(self) -> None:
+        self.waits += 1
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The emulator's CuPy with its allocations and host<->device copies counted, and a
+    current stream."""
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    fake = rt._cupy()
+    counts: collections.Counter = collections.Counter()
+    def counting(name, original):
+        def call(*a, **kw):
+            counts[name] += 1
+            return original(*a, **kw)
+        return call
+
+    for name in ("asarray", "asnumpy", "zeros", "empty"):
+        monkeypatch.setattr(fake, name, counting(name, getattr(fake, name)))
+    stream = FakeStream()
+    monkeypatch.setattr(fake, "cuda", types.SimpleNamespace(**vars(fake.cuda),
+                                                            get_current_stream=lambda: stream))
+    yield types.SimpleNamespace(counts=counts, stream=stream)
+    rt._PENDING.clear()  # nothing of this test's leaks into the next
+    rt._CAPTURED.clear()
+
+
+def _device(a):
+    from .cuda_emulator import DeviceArray
+
+    return np.array(a, copy=True).view(DeviceArray)
+
+
+def _refuse(*a, **kw):
+    raise AssertionError("a bound call evaluated the plan again")
+
+
+def _entry(st):
+    (call,) = [c for c in st._specs.values()]
+    return call.entry
+
+
+@needs_gxx
+def test_a_second_call_binds_nothing_and_allocates_nothing(counted, monkeypatch):
+    rng = np.random.default_rng(1)
+    host = rng.random((6, 7, 8))
+    a, out = _device(host), _device(np.zeros((6, 7, 8)))
+    st = sk.stencil(K.lap3d, backend="cuda")
+    st(a, out=out)
+    for module, name in ((cuda_bound, "host_launches"), (rt, "bind"), (rt, "choose"),
+                         (rt, "launch_config")):
+        monkeypatch.setattr(module, name, _refuse)
+    counted.counts.clear()
+    a[...] = _device(2.0 * host)
+    assert st(a, out=out) is out
+    inner = (slice(1, -1),) * 3
+    np.testing.assert_array_equal(np.asarray(out)[inner],
+                                  sk.stencil(K.lap3d, backend="numpy")(2.0 * host)[inner])
+    # the earlier call's status word read (the next call of a stencil raises its error);
+    # nothing allocated, nothing copied
+    assert counted.counts == {"asnumpy": 1}
+
+
+@needs_gxx
+def test_each_signature_runs_its_own_plan(counted):
+    """Shapes and strides decide the bound plan: calls alternating between them each get
+    the numpy backend's values."""
+    rng = np.random.default_rng(5)
+    st, ref = sk.stencil(K.lap3d, backend="cuda"), sk.stencil(K.lap3d, backend="numpy")
+    hosts = [rng.random((6, 7, 8)), rng.random((9, 5, 4)), rng.random((8, 7, 6))]
+    hosts.append(np.asfortranarray(hosts[0]))
+    for _ in range(2):
+        for host in hosts:
+            a = _device(host)
+            a = a if host.flags.c_contiguous else _device(host.T).T  # Fortran on the device
+            np.testing.assert_array_equal(np.asarray(st(a)), ref(host))
+            out = _device(np.zeros(host.shape))
+            st(a, out=out)
+            inner = (slice(1, -1),) * 3
+            np.testing.assert_array_equal(np.asarray(out)[inner], ref(host)[inner])
+
+
+@needs_gxx
+def test_an_input_overlapping_out_is_copied_on_every_call(counted, monkeypatch):
+    """The overlap of out= with an input depends on the addresses: checked per call, also
+    once the geometry's checks are settled (the input is read as it was before the call)."""
+    from . import cuda_emulator
+
+    monkeypatch.setattr(cuda_emulator, "READ_ONLY_LOADS", "live")  # no snapshot to hide it
+    rng = np.random.default_rng(6)
+    st, ref = sk.stencil(K.lap3d, backend="cuda"), sk.stencil(K.lap3d, backend="numpy")
+    inner = (slice(1, -1),) * 3
+    for _ in range(3):
+        host = rng.random((6, 7, 8))
+        a = _device(host)
+        st(a, out=a)
+        np.testing.assert_array_equal(np.asarray(a)[inner], ref(host)[inner])
+        b, out = _device(host), _device(np.zeros(host.shape))
+        st(b, out=out)  # the same geometry, apart: nothing copied
+        np.testing.assert_array_equal(np.asarray(out)[inner], ref(host)[inner])
+    assert st.__dict__["_device_calls"]  # the later calls took the settled path
+
+
+@needs_gxx
+def test_a_computation_rebinds_for_new_bounds_only(counted, monkeypatch):
+    """origin= and domain= are scalars the launch bounds read: part of the signature."""
+    rng = np.random.default_rng(2)
+    inp, coeff = rng.random((10, 11, 5)), rng.random((10, 11, 5))
+    hdiff = sk.stencil(C.hdiff, backend="cuda")
+    d_in, d_coeff, d_out = _device(inp), _device(coeff), _device(np.zeros(inp.shape))
+    domains = (((2, 2, 0), (5, 6, 4)), ((2, 2, 0), (6, 7, 5)), (None, None))
+    for _ in range(2):  # the second round runs on the plans bound by the first
+        for origin, domain in domains:
+            d_out[...] = -1.0
+            out = np.full(inp.shape, -1.0)
+            sk.stencil(C.hdiff, backend="numpy")(inp, out, coeff, origin=origin,
+                                                 domain=domain)
+            hdiff(d_in, d_out, d_coeff, origin=origin, domain=domain)
+            np.testing.assert_allclose(np.asarray(d_out), out, rtol=1e-13, atol=0)
+        monkeypatch.setattr(cuda_bound, "host_launches", _refuse)
+        counted.counts.clear()
+    assert not counted.counts["zeros"] and not counted.counts["empty"]
+
+
+@needs_gxx
+def test_an_error_is_raised_once_and_its_word_reused(counted):
+    st = sk.stencil(K.dynamic_offset, neighborhood=((-1, 2), (0, 0)), backend="cuda")
+    a, out = _device(np.ones((6, 4))), _device(np.zeros((6, 4)))
+    st(a, 1, out=out)
+    word = _entry(st)._status
+    counted.counts.clear()
+    st(a, 5, out=out)  # reports later: nothing waits
+    with pytest.raises(sk.ArgumentError, match="left the declared neighborhood"):
+        st(a, 1, out=out)
+    st(a, 1, out=out)  # the error was raised once: its word is 0 again
+    sk.synchronize()
+    assert _entry(st)._status is word and not counted.counts["zeros"]
+
+
+@needs_gxx
+def test_parloop_maps_and_blocks_are_copied_once(counted):
+    rng = np.random.default_rng(3)
+    cells, nodes = sk.Set(300), sk.Set(40)
+    m = sk.Map(cells, nodes, 3, rng.integers(0, 40, (300, 3)))
+    x = rng.random(300)
+
+    @sk.kernel
+    def spread(v, acc):
+        for i in range(3):
+            acc[i, 0] += v[0]
+
+    coloured = sk.ParLoop(spread, cells, sk.Dat(cells)(sk.READ), sk.Dat(nodes)(sk.INC, m),
+                          race="color")
+    assert len(block_layout(coloured.bind(), COLOUR_BLOCK).colours) > 1
+    for race in ("atomic", "color"):
+        acc = sk.Dat(nodes, data=_device(np.zeros(40)))
+        loop = sk.ParLoop(spread, cells, sk.Dat(cells, data=_device(x))(sk.READ),
+                          acc(sk.INC, m), backend="cuda", race=race)
+        counted.counts.clear()
+        loop.compute()
+        assert counted.counts["asarray"] >= 1, race  # the map and the blocks
+        counted.counts.clear()
+        loop.compute()
+        assert not counted.counts["asarray"], race  # on the device already
+        # the earlier run's status word, read once, not once per colour
+        assert counted.counts["asnumpy"] == 1, race
+        expect = np.zeros(40)
+        np.add.at(expect, m.values.reshape(-1), np.repeat(x, 3))
+        np.testing.assert_allclose(np.asarray(acc.data), 2 * expect, rtol=1e-13)
+    m.values = rng.integers(0, 40, (300, 3))  # new values: copied again
+    acc = sk.Dat(nodes, data=_device(np.zeros(40)))
+    counted.counts.clear()
+    sk.par_loop(spread, cells, sk.Dat(cells, data=_device(x))(sk.READ), acc(sk.INC, m),
+                backend="cuda", race="atomic")
+    assert counted.counts["asarray"] == 1
+    expect = np.zeros(40)
+    np.add.at(expect, m.values.reshape(-1), np.repeat(x, 3))
+    np.testing.assert_allclose(np.asarray(acc.data), expect, rtol=1e-13)
+
+
+@needs_gxx
+def test_a_captured_call_waits_allocates_and_copies_nothing(counted):
+    """Inside a CUDA graph capture a bound call only launches; its status word is read by
+    every later sk.synchronize() (each replay of the graph may write it)."""
+    st = sk.stencil(K.dynamic_offset, neighborhood=((-1, 2), (0, 0)), backend="cuda")
+    a, out = _device(np.ones((6, 4))), _device(np.zeros((6, 4)))
+    st(a, 1, out=out)  # the warm-up a capture needs: compiled, bound, status word made
+    counted.counts.clear()
+    counted.stream.capturing = True
+    for _ in range(3):
+        st(a, 1, out=out)
+    counted.stream.capturing = False
+    assert not counted.counts and not counted.stream.waits
+    sk.synchronize()
+    word = _entry(st)._status
+    for _ in range(2):  # a replay that reported an error, twice
+        word[0] = 1  # STATUS_OFFSET, as a kernel of the graph would store it
+        with pytest.raises(sk.ArgumentError, match="left the declared neighborhood"):
+            sk.synchronize()
+
+
+def test_auto_race_is_atomic_where_cuda_adds_natively():
+    cells, nodes = sk.Set(10), sk.Set(5)
+    m = sk.Map(cells, nodes, 2, np.zeros((10, 2), np.int64))
+
+    @sk.kernel
+    def spread(v, acc):
+        acc[0, 0] += v[0]
+        acc[1, 0] += v[0]
+
+    cuda, c = registry.REGISTRY["cuda"], registry.REGISTRY["c"]
+    for dtype, on_cuda in ((np.float64, RaceMode.ATOMIC), (np.float32, RaceMode.ATOMIC),
+                           (np.int32, RaceMode.ATOMIC), (np.int64, RaceMode.ATOMIC),
+                           (np.int16, RaceMode.COLOUR), (np.uint8, RaceMode.COLOUR)):
+        loop = sk.ParLoop(spread, cells, sk.Dat(cells, dtype=dtype)(sk.READ),
+                          sk.Dat(nodes, dtype=dtype)(sk.INC, m), race="auto")
+        assert loop.race_mode(cuda) is on_cuda, dtype
+        assert loop.race_mode(c) is RaceMode.COLOUR  # the CPU's choice is unchanged
+        assert loop.race_mode() is RaceMode.COLOUR
+        assert cuda_registry.auto_race(loop.specs) is on_cuda
+    source = sk.ParLoop(spread, cells, sk.Dat(cells)(sk.READ), sk.Dat(nodes)(sk.INC, m),
+                        race="auto").generate("cuda")
+    assert "sk_atomic_add_f64(" in source.split("sk_atomic_add_f64(double")[1]
+
+
+def _smooth(a):
+    return 0.1 * (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1]
+                  + a[0, 0, 1]) + 0.4 * a[0, 0, 0]
+
+
+needs_device = pytest.mark.skipif(cuda_registry.probe() is not None,
+                                  reason=f"no CUDA device: {cuda_registry.probe()}")
+
+
+@needs_device
+def test_a_captured_time_loop_replays_as_the_plain_loop():
+    """A time loop of stencil calls captured by CuPy's stream capture and replayed as a
+    CUDA graph gives the plain loop's result (on a GPU only)."""
+    import cupy as cp
+
+    host = np.random.default_rng(4).random((32, 33, 34))
+    st = sk.stencil(_smooth, backend="cuda")
+
+    def steps(a, b, n):
+        for _ in range(n):
+            st(a, out=b)
+            st(b, out=a)
+
+    plain_a, plain_b = cp.asarray(host), cp.asarray(host)
+    steps(plain_a, plain_b, 10)
+    sk.synchronize()
+    a, b = cp.asarray(host), cp.asarray(host)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        steps(a, b, 1)  # warm-up: compiled, bound, status words made
+        a[...], b[...] = cp.asarray(host), cp.asarray(host)
+        stream.begin_capture()
+        steps(a, b, 1)
+        graph = stream.end_capture()
+        for _ in range(10):
+            graph.launch(stream)
+        stream.synchronize()
+    sk.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(a), cp.asnumpy(plain_a))
