@@ -167,7 +167,7 @@ def traffic(plan, func) -> tuple[int, int]:
                       if isinstance(n, kind)}
             moved += sum(np.dtype(t).itemsize for t in arrays.values())
     from stencilkit.analysis.schedule import reads
-    from stencilkit.passes.lower_computation import written_before_read
+    from stencilkit.lower.computation import written_before_read
 
     st = sk.stencil(func, backend="numpy")
     multistages = list(enumerate(st.schedule.multistages))
@@ -184,7 +184,7 @@ def traffic(plan, func) -> tuple[int, int]:
 
 def call_source(func, a: np.ndarray) -> str:
     """The CUDA source of the kernels a call ``st(a, out=b)`` (b with a's layout) runs."""
-    from stencilkit.stencil import _array_key
+    from stencilkit.api.stencil import _array_key
 
     st = sk.stencil(func)
     # the signature (dtype, ndim, unit last stride) as the call's; its layout and sizes

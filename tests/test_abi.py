@@ -27,9 +27,9 @@ from stencilkit.compile.point import analyse
 from stencilkit.ir import abi
 from stencilkit.ir import kernel as k
 from stencilkit.ir.abi import Access, ArgKind, Kind, RaceMode, Role
-from stencilkit.passes import lower_parloop as lpl
-from stencilkit.passes.lower_computation import ComputationLowering
-from stencilkit.passes.lower_point import Layout
+from stencilkit.lower import parloop as lpl
+from stencilkit.lower.computation import ComputationLowering
+from stencilkit.lower.point import Layout
 from stencilkit.registry.shared_stages import lower
 from stencilkit.runtime.parloop_blocks import block_layout
 
@@ -263,8 +263,8 @@ def test_no_generated_source_spells_an_argument_with_an_at(backend):
 
 # ---------------------------------------------------------------- the runtime's imports
 
-USER_MODULES = ("stencilkit.parloop", "stencilkit.stencil", "stencilkit.multistage",
-                "stencilkit.loop", "stencilkit.gtscript")
+USER_MODULES = ("stencilkit.api.parloop", "stencilkit.api.stencil", "stencilkit.api.multistage",
+                "stencilkit.api.loop", "stencilkit.gtscript")
 
 
 def _imports(path: pathlib.Path, root: pathlib.Path = SRC) -> set[str]:
@@ -322,8 +322,9 @@ def test_the_import_scan_sees_imports_inside_functions(tmp_path):
     runtime = tmp_path / "stencilkit" / "runtime"
     runtime.mkdir(parents=True)
     probe = runtime / "probe.py"
-    probe.write_text("def f():\n    from ..parloop import READ\n    from .. import loop\n")
-    assert {"stencilkit.parloop", "stencilkit.loop"} <= _imports(probe, tmp_path / "stencilkit")
+    probe.write_text("def f():\n    from ..api.parloop import READ\n    from ..api import loop\n")
+    assert {"stencilkit.api.parloop", "stencilkit.api.loop"} <= _imports(
+        probe, tmp_path / "stencilkit")
 
 
 # ---------------------------------------------------------------- user names

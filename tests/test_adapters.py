@@ -181,7 +181,10 @@ def test_import_stencilkit_imports_no_optional_library():
                 "torch", "jax", "matplotlib", "tqdm"]
     code = ("import sys, stencilkit\n"
             f"print(sorted(m for m in {optional!r} if m in sys.modules))\n"
-            "print(sorted(m for m in sys.modules if m.startswith('stencilkit.adapters.')))")
+            "print(sorted(m for m in sys.modules if m.startswith('stencilkit.adapters.')\n"
+            "             and m != 'stencilkit.adapters.numba_hook'))")
+    # (numba_hook is armed at import: a meta-path hook that waits for numba to be imported
+    # and imports nothing itself, checked by the first line)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert res.stdout.split("\n")[:2] == ["[]", "[]"], res.stdout
@@ -193,10 +196,10 @@ def test_the_core_imports_no_adapter():
     from pathlib import Path
 
     root = Path(sk.__file__).parent
-    for name in ("stencil.py", "multistage.py", "parloop.py"):
+    for name in ("api/stencil.py", "api/multistage.py", "api/parloop.py"):
         tree = ast.parse((root / name).read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if isinstance(node, ast.ImportFrom) and node.level == 2:
                 module = node.module or ""
                 assert module.partition(".")[0] not in ("integrations", "distributed"), \
                     (name, module)

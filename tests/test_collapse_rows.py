@@ -1,5 +1,5 @@
 """PARALLEL stage nests with the J and K loops collapsed into one where the fields' (J, K)
-planes are contiguous (``passes/collapse_rows.py``), and the plain nest where they are not:
+planes are contiguous (``lower/collapse_rows.py``), and the plain nest where they are not:
 results equal the "numpy" backend's either way, on arrays with and without K halos, domains
 smaller than the arrays in K, sliced fields, a field whose J stride alone differs, and J
 offsets."""

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
+from stencilkit.api.stencil import _array_key
 from stencilkit.build.cuda import compile_ptx_uncached, nvrtc_problem
-from stencilkit.passes.lower_point import OUT
-from stencilkit.passes.platforms.cuda_layout import Variant
+from stencilkit.lower.point import OUT
 from stencilkit.runtime import cuda as rt
 from stencilkit.runtime import cuda_variants
-from stencilkit.stencil import _array_key
+from stencilkit.targets.cuda_layout import Variant
 
 from . import kernels as K
 

@@ -12,9 +12,9 @@ import pytest
 import stencilkit as sk
 from stencilkit.compile import PointRequest, driver
 from stencilkit.ir import kernel as k
-from stencilkit.passes.platforms.cuda import CUDA_PLATFORM, Dim, HostLoop, Launch
 from stencilkit.registry import cuda as cuda_registry
 from stencilkit.runtime import cuda as rt
+from stencilkit.targets.cuda import CUDA_PLATFORM, Dim, HostLoop, Launch
 
 from . import computations as C
 from . import kernels as K
@@ -91,7 +91,7 @@ def test_point_kernel_plan():
 
 
 def _point_build_args(st, *args):
-    from stencilkit.passes.lower_point import Layout
+    from stencilkit.lower.point import Layout
 
     typed, layout, out_dtype, types = st._last_build
     _, src = st._parse()

@@ -251,7 +251,7 @@ def test_computation_fields_whose_methods_raise_are_named(backend, kind, which):
 def test_an_exception_no_argument_raised_is_not_blamed_on_one(monkeypatch):
     """A failure inside stencilkit (simulated) with an argument that reads cleanly stays
     what it is."""
-    stencil_module = importlib.import_module("stencilkit.stencil")
+    stencil_module = importlib.import_module("stencilkit.api.stencil")
 
     def broken(*args, **kwargs):
         raise RuntimeError("internal")

@@ -1,4 +1,4 @@
-"""The one GPU planner (``passes.platforms.gpu``) and its plans' text form (``ir.plan``), for
+"""The one GPU planner (``targets.gpu``) and its plans' text form (``ir.plan``), for
 CUDA and OpenCL, without a device: golden plans of a handful of kernels showing where the two
 platforms differ (only in their hooks), that K sweeps never become grid dimensions, and the
 host evaluator (``ir.host_eval``) against a direct evaluation. On PoCL: what OpenCL gained
@@ -22,16 +22,16 @@ from stencilkit.gtscript import FORWARD, PARALLEL, Field, computation, interval
 from stencilkit.ir import kernel as k
 from stencilkit.ir.host_eval import evaluate, extents, host_computable, host_launches
 from stencilkit.ir.plan import Dim, HostLoop, Launch, LaunchPlan, expr_text, plan_text
-from stencilkit.passes.hoist_rows import Placement, hoist_row_bases
-from stencilkit.passes.lower_computation_gpu import GpuComputationLowering
-from stencilkit.passes.lower_point import OUT, Layout
-from stencilkit.passes.parallel_nests import mark_parallel_nests
-from stencilkit.passes.platforms.cuda import CUDA_PLATFORM
-from stencilkit.passes.platforms.cuda_layout import Variant, specialize
-from stencilkit.passes.platforms.opencl import OPENCL_PLATFORM
-from stencilkit.passes.simplify import simplify
+from stencilkit.lower.computation_gpu import GpuComputationLowering
+from stencilkit.lower.hoist_rows import Placement, hoist_row_bases
+from stencilkit.lower.parallel_nests import mark_parallel_nests
+from stencilkit.lower.point import OUT, Layout
+from stencilkit.lower.simplify import simplify
 from stencilkit.registry import cuda as cuda_registry
 from stencilkit.registry.shared_stages import lower
+from stencilkit.targets.cuda import CUDA_PLATFORM
+from stencilkit.targets.cuda_layout import Variant, specialize
+from stencilkit.targets.opencl import OPENCL_PLATFORM
 
 from . import computations as C
 from . import test_parloop as P
@@ -449,7 +449,7 @@ def _is_one(e: k.Expr) -> bool:
 
 def _k_levels_loaded(plan: LaunchPlan) -> set[tuple[str, str]]:
     """(buffer, K index as text) of every load of a 3-D field in the plan's launches: its
-    third index, or the second of a row view (``passes/hoist_rows.py``: the row base, then
+    third index, or the second of a row view (``lower/hoist_rows.py``: the row base, then
     the K index, the origin along K folded into the base)."""
     levels = set()
     for launch in plan.launches():

@@ -1,4 +1,4 @@
-"""Row bases hoisted out of the innermost loops (passes/hoist_rows.py): what moves out and
+"""Row bases hoisted out of the innermost loops (lower/hoist_rows.py): what moves out and
 what must stay (loop-variant symbols, index checks with effects, loads), where the bases are
 declared (before the loop on the CPU, inside a GPU thread's loop), their reuse across sibling
 loops, idempotence, verified IR, the generated C of lap3d and jacobi2d, and bit-identical
@@ -15,7 +15,7 @@ from stencilkit.compile import driver
 from stencilkit.ir import kernel as k
 from stencilkit.ir.core import walk
 from stencilkit.ir.verify import verify_kernel
-from stencilkit.passes.hoist_rows import Placement, hoist_row_bases
+from stencilkit.lower.hoist_rows import Placement, hoist_row_bases
 
 from .test_simplify import _run_corpus
 
@@ -210,8 +210,8 @@ def test_results_are_bit_identical_with_and_without_hoisting(target, monkeypatch
     if reason:
         pytest.skip(f"backend {target}: {reason}")
     hoisted = _run_corpus(target) + _strided(target)
-    # the "hoist_rows" stage of c, cuda and opencl calls passes.hoist_rows.hoist_row_bases
-    monkeypatch.setattr("stencilkit.passes.hoist_rows.hoist_row_bases",
+    # the "hoist_rows" stage of c, cuda and opencl calls lower.hoist_rows.hoist_row_bases
+    monkeypatch.setattr("stencilkit.lower.hoist_rows.hoist_row_bases",
                         lambda kf, placement=Placement.OUTSIDE: kf)
     driver.forget_rendered()  # else the hoisted rendering is found by its front key
     plain = _run_corpus(target) + _strided(target)

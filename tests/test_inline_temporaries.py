@@ -126,7 +126,7 @@ def test_written_input_is_not_reread(backend, defn, ref, halo):
 def test_on_the_fly_values_move_only_when_needed():
     """hdiff keeps every shifted value where it is first read (nothing is overwritten), so
     the fix costs it nothing."""
-    from stencilkit.passes.inline_temporaries import _inline_interval
+    from stencilkit.lower.inline_temporaries import _inline_interval
     from stencilkit_apps.definitions import hdiff
 
     defn = sk.stencil(hdiff, backend="c").definition

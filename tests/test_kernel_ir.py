@@ -26,9 +26,9 @@ from stencilkit.codegen import c as cgen
 from stencilkit.codegen.kernel_text import kernel_ir_text
 from stencilkit.ir import kernel as k
 from stencilkit.ir.core import walk
-from stencilkit.passes import lower_parloop as lpl
-from stencilkit.passes.platforms.base import Platform, status_constant
-from stencilkit.passes.platforms.c import C_PLATFORM, libm
+from stencilkit.lower import parloop as lpl
+from stencilkit.targets.base import Platform, status_constant
+from stencilkit.targets.c import C_PLATFORM, libm
 
 from .computations import planes, ref_planes
 
@@ -342,7 +342,7 @@ def test_printed_loop_compiles(tmp_path, atomic):
 
 def test_c_platform_keeps_the_if_clause_for_large_bodies(monkeypatch):
     """A body above SERIAL_COPY_NODES is compiled once, under OpenMP's if clause."""
-    from stencilkit.passes.platforms import c as c_platform
+    from stencilkit.targets import c as c_platform
 
     monkeypatch.setattr(c_platform, "SERIAL_COPY_NODES", 1)
     lowered = C_PLATFORM.lower(_loop(atomic=True))

@@ -26,7 +26,7 @@ from stencilkit.compile.requests import PointRequest
 from stencilkit.ir import abi
 from stencilkit.ir import kernel as k
 from stencilkit.ir.abi import Access, Kind, RaceMode, Role
-from stencilkit.passes.lower_point import CVAL, FILL_BORDER, OUT
+from stencilkit.lower.point import CVAL, FILL_BORDER, OUT
 from stencilkit.runtime.computation import CompiledComputationCall, ComputationBinding
 from stencilkit.runtime.launch import PointCall, point_positions
 from stencilkit_apps.definitions import hdiff
@@ -261,7 +261,7 @@ def test_a_point_launcher_refuses_a_description_with_the_output_first():
 
 
 def test_the_driver_refuses_a_stage_that_changes_the_described_parameters(monkeypatch):
-    from stencilkit.passes import simplify as simplify_module
+    from stencilkit.lower import simplify as simplify_module
 
     real = simplify_module.simplify
 

@@ -13,10 +13,10 @@ from stencilkit.analysis.typing import ArgType
 from stencilkit.codegen import opencl as printer
 from stencilkit.compile.point import analyse
 from stencilkit.ir import kernel as k
-from stencilkit.passes.lower_computation_gpu import GpuComputationLowering
-from stencilkit.passes.lower_point import Layout
-from stencilkit.passes.platforms import opencl as platform
+from stencilkit.lower.computation_gpu import GpuComputationLowering
+from stencilkit.lower.point import Layout
 from stencilkit.registry.shared_stages import lower
+from stencilkit.targets import opencl as platform
 
 
 def _point_plan(func, ndim: int, mode: str = "constant") -> platform.LaunchPlan:

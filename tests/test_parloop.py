@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit.loop import block_coloring
+from stencilkit.api.loop import block_coloring
 
 
 def structured_mesh(nx: int, ny: int, seed: int = 0):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit.loop import block_coloring
+from stencilkit.api.loop import block_coloring
 from stencilkit.runtime.parloop_blocks import coloring
 
 
@@ -577,7 +577,7 @@ def test_rw_through_a_map_with_shared_targets(backend, star):
 
 def test_few_entries_of_a_huge_target_set():
     # colouring and the NumPy scatter work on the distinct targets, not on every row
-    from stencilkit.loop import scatter_add
+    from stencilkit.api.loop import scatter_add
 
     rng = np.random.default_rng(6)
     idx = rng.integers(0, 10**6, (50, 2))

@@ -16,8 +16,8 @@ import pytest
 import stencilkit as sk
 from stencilkit import dtypes
 from stencilkit.ir import kernel as k
-from stencilkit.passes.lower_point import PARALLEL_MIN_WORK
-from stencilkit.passes.platforms.c import short_vector_lanes
+from stencilkit.lower.point import PARALLEL_MIN_WORK
+from stencilkit.targets.c import short_vector_lanes
 
 from .requires import needs_c
 

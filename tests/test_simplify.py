@@ -1,4 +1,4 @@
-"""The simplification pass (passes/simplify.py): each rule on a small kernel, what it must
+"""The simplification pass (lower/simplify.py): each rule on a small kernel, what it must
 leave alone (effects, inexact float folds, -0.0), its idempotence, random integer expressions
 evaluating equal before and after, and bit-identical results of the golden corpus with and
 without it on every backend that runs it."""
@@ -15,7 +15,7 @@ from stencilkit import registry
 from stencilkit.compile import driver
 from stencilkit.ir import kernel as k
 from stencilkit.ir.verify import verify_kernel
-from stencilkit.passes.simplify import simplify
+from stencilkit.lower.simplify import simplify
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
@@ -275,8 +275,8 @@ def test_the_corpus_computes_bit_identical_results_with_and_without_simplify(tar
     if reason:
         pytest.skip(f"backend {target}: {reason}")
     simplified = _run_corpus(target)
-    # the "simplify" stage of c, cuda and opencl calls passes.simplify.simplify
-    monkeypatch.setattr("stencilkit.passes.simplify.simplify", lambda kf: kf)
+    # the "simplify" stage of c, cuda and opencl calls lower.simplify.simplify
+    monkeypatch.setattr("stencilkit.lower.simplify.simplify", lambda kf: kf)
     driver.forget_rendered()  # else the simplified rendering is found by its front key
     plain = _run_corpus(target)
     assert len(simplified) == len(plain) > 0

@@ -16,7 +16,7 @@ import pytest
 import stencilkit as sk
 from stencilkit.build import machine
 from stencilkit.build.toolchain import find_compiler
-from stencilkit.passes.lower_point import STREAM_CHUNK
+from stencilkit.lower.point import STREAM_CHUNK
 
 pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
 
@@ -101,7 +101,7 @@ def test_generated_c_streams_large_outputs_only(monkeypatch):
     assert f"if (sk_work >= {machine.current().stream_min_bytes() // 8})" in fn
     assert "sk_stream_copy(" in fn and "sk_store_fence();" in fn
     # ... and the plain loop otherwise: the store to out is in the else branch
-    # (through the row's base: passes/hoist_rows.py)
+    # (through the row's base: lower/hoist_rows.py)
     assert re.search(r"} else \{.*\bout\[out_row \+ i1\] = ", fn, re.S)
     # a non-unit-stride output, a 1-D kernel, and OpenCL never stream
     strided = np.zeros((4, 8))[:, ::2]

@@ -14,7 +14,7 @@ from stencilkit.compile import driver
 from stencilkit.ir import kernel as k
 from stencilkit.ir import verify
 from stencilkit.ir.verify import KernelIRError, Rule, checked, verify_kernel
-from stencilkit.passes.platforms.c import C_PLATFORM
+from stencilkit.targets.c import C_PLATFORM
 
 F64 = np.dtype(np.float64)
 BOOL = np.dtype(np.bool_)

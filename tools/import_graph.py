@@ -239,7 +239,7 @@ IR = "ir"
 BASE = "base"
 FRONTEND = "frontend"  # parsing user definitions, and the gtscript DSL vocabulary it reads
 ANALYSIS = "analysis"
-PASSES = "passes"      # lowering and the target (platform) passes
+PASSES = "lower"       # lowering and the targets (platform passes)
 CODEGEN = "codegen"    # printers
 BUILD = "build"
 RUNTIME = "runtime"
@@ -257,14 +257,14 @@ LAYER_OF: dict[str, str] = {
     "stencilkit.log": BASE, "stencilkit.arrays": BASE, "stencilkit._version": BASE,
     "stencilkit.frontend": FRONTEND,
     "stencilkit.analysis": ANALYSIS,
-    "stencilkit.passes": PASSES,
+    "stencilkit.lower": PASSES, "stencilkit.targets": PASSES,
     "stencilkit.codegen": CODEGEN,
     "stencilkit.build": BUILD,
     "stencilkit.runtime": RUNTIME,
     "stencilkit.compile": DRIVER, "stencilkit.registry": DRIVER,
-    "stencilkit.stencil": API, "stencilkit.multistage": API, "stencilkit.parloop": API,
-    "stencilkit.loop": API, "stencilkit.storage": API, "stencilkit.gtscript": API,
-    "stencilkit.export": API, "stencilkit.show": API, "stencilkit.api": API,
+    "stencilkit.api.stencil": API, "stencilkit.api.multistage": API, "stencilkit.api.parloop": API,
+    "stencilkit.api.loop": API, "stencilkit.storage": API, "stencilkit.gtscript": API,
+    "stencilkit.api.export": API, "stencilkit.api.show": API, "stencilkit.api": API,
     "stencilkit.integrations": ADAPTERS, "stencilkit.distributed": ADAPTERS,
     # the protocol is the user objects' (they ask it); the adapters plugged into it are not
     "stencilkit.adapters": API, "stencilkit.adapters.mpi": ADAPTERS,
@@ -273,9 +273,9 @@ LAYER_OF: dict[str, str] = {
     "stencilkit.adapters.dask": ADAPTERS, "stencilkit.adapters.xarray": ADAPTERS,
     "stencilkit.adapters.mpi_point": ADAPTERS, "stencilkit.adapters.mpi_computation": ADAPTERS,
     "stencilkit.adapters.opencl_arrays": ADAPTERS,
-    "stencilkit.numba_calls": ADAPTERS,
-    "stencilkit.numba_computation_calls": ADAPTERS, "stencilkit.numba_hook": ADAPTERS,
-    "stencilkit.parloop_checks": API,
+    "stencilkit.adapters.numba_calls": ADAPTERS,
+    "stencilkit.adapters.numba_computation_calls": ADAPTERS, "stencilkit.adapters.numba_hook": ADAPTERS,
+    "stencilkit.api.parloop_checks": API,
     "stencilkit.bench": TOOLS, "stencilkit.bench_definitions": TOOLS,
     "stencilkit.bench_handc": TOOLS, "stencilkit.cli": TOOLS, "stencilkit.__main__": TOOLS,
     "stencilkit.distributed.demo": TOOLS,

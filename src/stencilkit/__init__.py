@@ -9,6 +9,7 @@ import copyreg as _copyreg
 from . import adapters as _adapters
 from . import gtscript, registry  # noqa: E402
 from ._version import __version__ as __version__
+from .api.export import export  # noqa: E402
 from .build import cache  # noqa: E402
 from .config import configure  # noqa: E402
 from .distributed import Decomposition, DistributedArray  # noqa: E402
@@ -20,7 +21,6 @@ from .errors import (  # noqa: E402
     StencilSyntaxError,
     StencilTypeError,
 )
-from .export import export  # noqa: E402
 from .gtscript import (  # noqa: E402
     __INLINED,
     BACKWARD,
@@ -85,8 +85,8 @@ from .gtscript import (  # noqa: E402
 # adapter, imported on the first pickling), registered here rather than as
 # GTFunction.__reduce__: the DSL vocabulary is a leaf under the frontend and imports no adapter
 _copyreg.pickle(gtscript.GTFunction, _adapters.reduce)
-from .loop import ParLoop, flush, par_loop  # noqa: E402
-from .parloop import (  # noqa: E402
+from .api.loop import ParLoop, flush, par_loop  # noqa: E402
+from .api.parloop import (  # noqa: E402
     INC,
     MAX,
     MIN,
@@ -102,10 +102,10 @@ from .parloop import (  # noqa: E402
     Sparsity,
     kernel,
 )
+from .api.stencil import PointStencil, stencil  # noqa: E402
 from .registry import backends  # noqa: E402
 from .runtime.device_sync import synchronize  # noqa: E402
 from .runtime.threads import get_num_threads, set_num_threads  # noqa: E402
-from .stencil import PointStencil, stencil  # noqa: E402
 from .storage import as_storage, empty, full, ones, zeros  # noqa: E402
 
 __all__ = [
@@ -125,6 +125,6 @@ __all__ = [
     "get_num_threads", "set_num_threads", "synchronize",
 ]
 
-from . import numba_hook as _numba_hook  # noqa: E402
+from .adapters import numba_hook as _numba_hook  # noqa: E402
 
 _numba_hook.arm()  # jitted code may build stencils (imports nothing of numba)

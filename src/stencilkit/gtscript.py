@@ -134,8 +134,8 @@ def stencil(backend: str | None = None, definition: FunctionType | None = None, 
     chosen = map_backend(backend)
 
     def wrap(func: FunctionType):
+        from .api.multistage import ComputationStencil
         from .frontend.computation import is_computation
-        from .multistage import ComputationStencil
 
         if not isinstance(func, FunctionType) or not is_computation(func):
             raise StencilSyntaxError(

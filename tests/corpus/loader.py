@@ -42,7 +42,7 @@ def exec_module(text: str, filename: str, name: str) -> types.ModuleType:
 
 def our_stencil(definition: object, backend: str, externals: dict | None = None):
     """Build with ``stencilkit.gtscript.stencil`` where it exists (the drop-in), else with
-    ``stencilkit.stencil``."""
+    ``stencilkit.api.stencil``."""
     import stencilkit as sk
     import stencilkit.gtscript as skg
 

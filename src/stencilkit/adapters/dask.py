@@ -259,7 +259,7 @@ def constant_twin(st):
     """The same kernel in ``"constant"`` mode: it computes the interior of padded blocks."""
     twin = _TWINS.get(st)
     if twin is None:
-        from ..stencil import PointStencil
+        from ..api.stencil import PointStencil
 
         # with cval where some axis is "constant": the twin's border along it is the call's
         cval = st.cval if border_modes.any_constant(st.mode) else None

@@ -164,7 +164,7 @@ def _fast_key(st, args: tuple[Any, ...], out: Any) -> tuple | None:
     an array module (CuPy's, say) and every other argument a Python number: the backend,
     each array's type, dtype, shape and strides, each number's type; else None."""
     if not _SCALAR_KEY:  # stencil imports the adapters: bound on first use, not per call
-        from ..stencil import _scalar_key
+        from ..api.stencil import _scalar_key
 
         _SCALAR_KEY.append(_scalar_key)
     scalar_key = _SCALAR_KEY[0]
@@ -243,8 +243,8 @@ def _relative_span(a: object) -> tuple[int, int] | None:
 
 
 def _point_call(st, args: tuple, out: object, fast_key: tuple | None):
+    from ..api.stencil import _array_key, _scalar_key
     from ..runtime.launch import status_error
-    from ..stencil import _array_key, _scalar_key
 
     given = args  # as the caller passed them: a fast call takes them so (_fast_key)
     chosen = registry.resolve(st.backend, st.__name__)

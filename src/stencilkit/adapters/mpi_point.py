@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..api.stencil import PointStencil
 from ..compile.point import analyse
 from ..distributed import borders, halo
 from ..distributed.array import DistributedArray
 from ..distributed.decomposition import Decomposition
 from ..errors import ArgumentError, StencilError
 from ..ir import border_modes
-from ..stencil import PointStencil
 
 
 @dataclass(frozen=True)

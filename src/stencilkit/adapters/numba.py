@@ -12,15 +12,15 @@ class NumbaAdapter(Adapter):
     name = "numba"
 
     def numba_type(self, obj: object) -> object | None:
-        from ..multistage import ComputationStencil
-        from ..stencil import PointStencil
+        from ..api.multistage import ComputationStencil
+        from ..api.stencil import PointStencil
 
         if isinstance(obj, PointStencil):
-            from ..numba_calls import stencil_type
+            from .numba_calls import stencil_type
 
             return stencil_type(obj)
         if isinstance(obj, ComputationStencil):
-            from ..numba_computation_calls import computation_type
+            from .numba_computation_calls import computation_type
 
             return computation_type(obj)
         return None

@@ -47,7 +47,7 @@ class OpenCLArrayAdapter(Adapter):
 
     def point_call(self, st, args: tuple, out: object) -> object:
         """``st(*args, out=out)`` where some argument (or ``out``) is a pyopencl array."""
-        from ..stencil import _array_key, _scalar_key
+        from ..api.stencil import _array_key, _scalar_key
 
         name = st.__name__
         chosen = registry.resolve(st.backend, name)

@@ -228,7 +228,7 @@ def rebuild_point(key: str, func: FunctionType, options: dict, name: str):
     st = _OBJECTS.recall(key)
     if st is not None:
         return st
-    from ..stencil import stencil
+    from ..api.stencil import stencil
 
     mode = options.pop("func_or_mode", None)
     st = stencil(mode, **options)(func) if mode else stencil(func, **options)
@@ -251,7 +251,7 @@ def rebuild_computation(key: str, func: FunctionType, options: dict, name: str):
         return comp
     import functools
 
-    from ..multistage import ComputationStencil
+    from ..api.multistage import ComputationStencil
 
     comp = ComputationStencil(func, **options)
     functools.update_wrapper(comp, func, updated=())
@@ -265,7 +265,7 @@ def reduce_gtfunction(helper: GTFunction) -> tuple:
 
 def reduce_kernel(kern) -> tuple:
     """``Kernel.__reduce__``: C source as it is, a Python kernel by source."""
-    from ..parloop import Kernel
+    from ..api.parloop import Kernel
 
     if kern.func is None:
         return (Kernel, (kern.code, kern.name, kern.backend, kern.fast_math))
@@ -308,9 +308,9 @@ class PicklingAdapter(Adapter):
     priority = 1000  # the default: an adapter registered by an application may pickle first
 
     def reduce(self, obj: object) -> tuple | None:
-        from ..multistage import ComputationStencil
-        from ..parloop import Kernel
-        from ..stencil import PointStencil
+        from ..api.multistage import ComputationStencil
+        from ..api.parloop import Kernel
+        from ..api.stencil import PointStencil
 
         if isinstance(obj, PointStencil):
             return reduce_point(obj)

@@ -301,7 +301,7 @@ static inline void sk_free_local(void *p) { free(*(void **)p); }
 
 
 class CPrinter(CFamilyPrinter):
-    """Prints a C-platform-lowered ``KernelFunction`` (``passes.platforms.c``)."""
+    """Prints a C-platform-lowered ``KernelFunction`` (``targets.c``)."""
 
     def __init__(self, kernel: k.KernelFunction) -> None:
         super().__init__(kernel.status.name if kernel.status is not None else "sk_error")
@@ -750,7 +750,7 @@ def _scalar_conversion(i: int, a: WrapperArg) -> list[str]:
 
 
 def python_entry(loop: k.KernelFunction, module: str) -> str:
-    """CPython entry of a ParLoop's loop function (``passes.lower_parloop``):
+    """CPython entry of a ParLoop's loop function (``lower.parloop``):
     ``call(blocks, array, ...)``, one C-contiguous array per pointer parameter after the
     blocks (an int64 (n, 2) array), writable unless the loop only reads it."""
     arrays = [p for p in loop.params if p.pointer]

@@ -1,7 +1,7 @@
 """One printer for the C family (C/OpenMP today; CUDA and OpenCL differ by a few hooks).
 
 It prints platform-lowered kernel IR (see ``ir/kernel.py``): what a parallel loop, an atomic
-or a math function *means* in a language was decided by the platform (``passes/platforms``);
+or a math function *means* in a language was decided by the platform (``lower/platforms``);
 the printer refuses the abstract nodes. Expressions are printed with an operator-precedence
 table, so parentheses appear only where C needs them. Operations whose C meaning differs
 from Python's (floor division, modulo, integer powers, shifts, checked indices, min/max,

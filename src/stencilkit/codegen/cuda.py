@@ -1,4 +1,4 @@
-"""The CUDA printer: a launch plan (``ir.plan``, planned by ``passes.platforms.cuda``) as one
+"""The CUDA printer: a launch plan (``ir.plan``, planned by ``targets.cuda``) as one
 CUDA C++ source.
 
 Each ``Launch`` is an ``extern "C" __global__`` function (unmangled, so that the launcher
@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes
 from ..ir import kernel as k
 from ..ir.plan import Launch, LaunchPlan
-from ..passes.platforms.cuda import CUDA_PLATFORM, STATUS_POINTER
+from ..targets.cuda import CUDA_PLATFORM, STATUS_POINTER
 from .c import helper_source, index_helpers
 from .cfamily import CFamilyPrinter
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from ..passes.lower_point import PARALLEL_MIN_WORK
+from ..lower.point import PARALLEL_MIN_WORK
 from .numba_helpers import guarded_conversion, helper_name, helper_source, numpy_type
 from .numba_names import numba_safe
 
@@ -306,7 +306,7 @@ def _belongs(p: k.Symbol, key: k.ArgumentKey) -> bool:
 
 
 class NumbaModulePrinter(NumbaPrinter):
-    """Prints platform-lowered kernel IR (``passes/platforms/numba.py``): computations and
+    """Prints platform-lowered kernel IR (``targets/numba.py``): computations and
     ParLoops. The platform has made the status an array the body declares and returns, the
     parallel loops ``prange`` pragmas and the local arrays flat; this printer adds NumPy's
     spelling of local arrays (``_np.empty``), of pointers into an array (a view from the

@@ -16,7 +16,7 @@ import numpy as np
 from .. import config, dtypes
 from ..ir import kernel as k
 from ..ir.plan import Launch, LaunchPlan
-from ..passes.platforms.opencl import OPENCL_PLATFORM
+from ..targets.opencl import OPENCL_PLATFORM
 from . import c as cgen
 from .c import index_helpers
 from .cfamily import CFamilyPrinter
@@ -48,7 +48,7 @@ typedef ulong uint64_t;
 PRELUDE += index_helpers(shared_status=False)  # a work-item's status is its own
 
 
-#: atomic adds of ``AtomicUpdate`` (passes.platforms.opencl), defined when a kernel uses one:
+#: atomic adds of ``AtomicUpdate`` (targets.opencl), defined when a kernel uses one:
 #: native on 32/64-bit integers, compare-and-swap loops on the bits of floats
 ATOMICS = """\
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable

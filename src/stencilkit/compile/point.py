@@ -13,7 +13,7 @@ from ..analysis import neighborhood as nbh
 from ..analysis.typing import ArgType, type_point_kernel
 from ..errors import StencilTypeError
 from ..ir import definition as d
-from ..passes.single_exit import single_exit
+from ..lower.single_exit import single_exit
 from .hooks import dump
 
 #: The analyses in order, before the driver's stages (``compile.driver.PIPELINES``).

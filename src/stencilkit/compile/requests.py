@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from ..frontend.source import SourceFunction
     from ..ir.computation import ComputationDef
     from ..ir.definition import PointKernel
-    from ..passes.lower_parloop import ArgSpec
-    from ..passes.lower_point import Layout
+    from ..lower.parloop import ArgSpec
+    from ..lower.point import Layout
     from ..registry.base import Backend
     from .point import TypedPointKernel
 

@@ -19,7 +19,7 @@ from .core import Location, Node, walk
 
 DType = np.dtype
 
-#: The variable a point kernel's result is assigned to once ``passes.single_exit`` has turned
+#: The variable a point kernel's result is assigned to once ``lower.single_exit`` has turned
 #: its returns into assignments, and the flag a return inside a loop sets. Not Python
 #: identifiers, so that no variable of the user's kernel can be one of them. Here, with the
 #: IR, because the typing analysis and the printers read them as well as the passes.

@@ -8,11 +8,11 @@ map buffers, atomic updates, reductions and the error channel. It comes in two l
   ``Parallel``: schedule, reductions, a run-in-parallel-only-if condition, or a loop shared
   among the threads of an enclosing ``ParallelRegion``), ``Loop.vectorize``,
   ``ParallelRegion``, ``AtomicUpdate``, ``SetError`` (the error channel), ``MathCall`` (an
-  IR math function). Lowerings (``passes/lower_*``) produce these and the common nodes
+  IR math function). Lowerings (``lower/lower_*``) produce these and the common nodes
   (loops, branches, declarations, local arrays, loads, stores, ``Address``, ``Call``,
   ``Evaluate``, ``Op``, ``Convert``, ``Literal``, ...), never concrete ones.
 - *Concrete* nodes are what a language has: ``Pragma``, ``Block``, ``Return``, ``CCall``
-  (a named function of the target language). A platform (``passes/platforms``) rewrites
+  (a named function of the target language). A platform (``lower/platforms``) rewrites
   every abstract node (``ABSTRACT``, and ``Loop.parallel``/``vectorize``) into concrete
   and common ones, and adds the status' declaration and return; printers print only
   platform-lowered IR (they refuse abstract nodes).

@@ -1,6 +1,6 @@
 """The launch plan of a GPU kernel (CUDA and OpenCL alike): what the host runs, in order.
 
-A ``LaunchPlan`` is the output of the one GPU planner (``passes.platforms.gpu``): a kernel
+A ``LaunchPlan`` is the output of the one GPU planner (``targets.gpu``): a kernel
 function's parallel loops cut into ``Launch`` es (a thread per point of up to three grid
 dimensions) and ``HostLoop`` s (serial loops the host runs, passing their counter to the
 launches inside). It is plain data: the printers print its launches, the runtimes walk its

@@ -143,7 +143,7 @@ def checked(kf: KernelFunction, *, platform_lowered: bool = False,
 
 
 def checked_plan(plan):
-    """A GPU launch plan (``passes.platforms.cuda/opencl.LaunchPlan``), each launch verified
+    """A GPU launch plan (``targets.cuda/opencl.LaunchPlan``), each launch verified
     as the function it is printed as, when ``STENCILKIT_VERIFY`` is set."""
     if enabled():
         verify_plan(plan)

@@ -38,7 +38,7 @@ from ..errors import BackendError
 from ..ir.abi import Device
 
 if TYPE_CHECKING:
-    from ..passes.platforms.base import Platform
+    from ..targets.base import Platform
 
 #: The three kinds of kernels a backend may build.
 KINDS = ("point", "computation", "parloop")
@@ -207,7 +207,7 @@ class Backend:
                                stencil=stencil, hint="use other dtypes, or another backend")
 
     def platform(self) -> Platform:
-        """The platform this backend lowers kernel IR with (``passes/platforms``)."""
+        """The platform this backend lowers kernel IR with (``lower/platforms``)."""
         assert self.pieces is not None and self.pieces.platform is not None, self.name
         return load(self.pieces.platform)()  # type: ignore[operator]
 

@@ -62,8 +62,8 @@ def lower_point(req: PointRequest, work: Work) -> Work:
     threshold and in the row chunks this machine's caches give (``build.machine``), or as
     the variant being measured or chosen says (``build.tuning``)."""
     from ..build import machine, tuning
-    from ..passes.lower_point import stream_min_bytes_override
-    from ..passes.streamed_rows import fit_streamed_rows
+    from ..lower.point import stream_min_bytes_override
+    from ..lower.streamed_rows import fit_streamed_rows
 
     layout = dataclasses.replace(req.layout,
                                  streaming_stores=req.backend.platform().streaming_stores)
@@ -81,7 +81,7 @@ def point_entry(req: PointRequest, work: Work) -> Work:
     """The arguments and checks of the CPython entry (``codegen.c.python_wrapper``): they
     run in C, before the kernel; they go into the binary, so into its back key."""
     from ..codegen import c as c_codegen
-    from ..passes.lower_point import CVAL, FILL_BORDER
+    from ..lower.point import CVAL, FILL_BORDER
 
     kernel, layout, types = req.typed.kernel, req.layout, req.types
     wrapper_args = []
@@ -117,7 +117,7 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
     """K contiguous: fields copied into level-major column buffers around each block of
     columns, so that the block's recurrences run as vector operations (measured on
     C-ordered arrays: 0.8x the time of the strided jammed loop)."""
-    from ..passes.lower_computation import ComputationLowering, layout_of
+    from ..lower.computation import ComputationLowering, layout_of
 
     layout = layout_of(req.fields, req.defn)
     lowering = ComputationLowering(req.defn, req.sched, layout, req.src, stage_columns=True)
@@ -128,7 +128,7 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
 def collapse_rows(req: ComputationRequest, work: Work) -> Work:
     """K contiguous: the J and K loops collapse where rows are contiguous."""
     from ..build import tuning
-    from ..passes.collapse_rows import collapse_contiguous_rows
+    from ..lower.collapse_rows import collapse_contiguous_rows
 
     lowering = work.facts["lowering"]
     if lowering.loop_order() != [0, 1, 2] or tuning.current_variant().collapse is False:
@@ -181,7 +181,7 @@ def lower_parloop_kernel(req: ParLoopRequest, work: Work) -> Work:
 
 
 def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
-    from ..passes import lower_parloop as lpl
+    from ..lower import parloop as lpl
 
     loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, work.facts["call"],
                             req.specs, req.atomic, work.facts["status"]).lower()
@@ -252,7 +252,7 @@ BACKEND = Backend(
     ),
     pieces=Pieces(
         # OpenMP pragmas, libm per dtype, the status as a returned int
-        platform="stencilkit.passes.platforms.c:CPlatform",
+        platform="stencilkit.targets.c:CPlatform",
         stages=Stages(
             point=KindStages(lower=_ref("lower_point"),
                              transforms=(_SIMPLIFY, _HOIST, ("entry_arguments", _ref("point_entry"))),

@@ -197,7 +197,7 @@ def common_knobs(profile: machine.MachineProfile) -> list[list[Variant]]:
     return knobs
 
 
-#: the loop passes/collapse_rows.py makes, as codegen/c.py prints it
+#: the loop lower/collapse_rows.py makes, as codegen/c.py prints it
 _COLLAPSED = re.compile(r"for \(int64_t t = 0; t < nj \* nk;")
 
 
@@ -208,7 +208,7 @@ def has_streamed_rows(source: str) -> bool:
 
 
 def _stream_min_bytes(profile: machine.MachineProfile) -> int:
-    from ..passes.lower_point import stream_min_bytes_override
+    from ..lower.point import stream_min_bytes_override
 
     override = stream_min_bytes_override()
     return profile.stream_min_bytes() if override is None else override

@@ -1,7 +1,7 @@
 """The "cuda" backend: CUDA C++ compiled at run time by NVRTC, launched through CuPy.
 
 Every kind is lowered to kernel IR as for the C backend, cut by the CUDA platform
-(``passes/platforms/cuda.py``) into a launch plan (a thread per iteration of up to three
+(``targets/cuda.py``) into a launch plan (a thread per iteration of up to three
 nested parallel loops; serial loops around parallel ones run on the host), printed by the
 C-family printer's CUDA hooks (``codegen/cuda.py``). The entry (``runtime/cuda.py``) is
 called like the C entry points, so the shared launchers drive it; it compiles the source for
@@ -37,7 +37,7 @@ def require_complex_functions(kf, name: str) -> None:
     """A BackendError naming the statement, where a complex math function that "cuda" does
     not compute is called (before platform lowering, which would fail on it)."""
     from ..errors import BackendError
-    from ..passes.platforms.cuda import COMPLEX_FUNCTIONS, unsupported_complex_call
+    from ..targets.cuda import COMPLEX_FUNCTIONS, unsupported_complex_call
 
     found = unsupported_complex_call(kf)
     if found is None:
@@ -89,7 +89,7 @@ def complex_functions(req: Request, work: Work) -> Work:
 def mark_parallel(req: PointRequest, work: Work) -> Work:
     """The loops a thread per point may run, marked parallel (the platform makes grid
     dimensions of marked loops only)."""
-    from ..passes.parallel_nests import mark_parallel_nests
+    from ..lower.parallel_nests import mark_parallel_nests
 
     (kf,) = work.kernels
     return work.but(kernels=(dataclasses.replace(kf, body=mark_parallel_nests(kf.body,
@@ -99,7 +99,7 @@ def mark_parallel(req: PointRequest, work: Work) -> Work:
 def plan_point(req: PointRequest, work: Work) -> Work:
     """This specialization's own launch plan: C order (its unit strides are the layout's,
     already constants), 32-bit indices, a thread per point (``shared_stages``)."""
-    from ..passes.platforms.cuda import CUDA_PLATFORM
+    from ..targets.cuda import CUDA_PLATFORM
 
     return shared_stages.plan_point_variants(req, work, CUDA_PLATFORM, narrow=True)
 
@@ -123,8 +123,8 @@ def plan_computation(req: ComputationRequest, work: Work) -> Work:
     field's unit-stride loop innermost (grid x) and that stride as the constant 1, so the
     variants differ in index width and grid loops only."""
     from ..ir.verify import checked_plan
-    from ..passes.platforms.cuda import CUDA_PLATFORM
-    from ..passes.platforms.cuda_layout import Variant, specialize
+    from ..targets.cuda import CUDA_PLATFORM
+    from ..targets.cuda_layout import Variant, specialize
 
     (kf,) = work.kernels
     can_cover = covering_field(req, work) is not None
@@ -141,7 +141,7 @@ def plan_computation(req: ComputationRequest, work: Work) -> Work:
 def plan_parloop(req: ParLoopRequest, work: Work) -> Work:
     """The kernel as a __device__ function returning its status; the loop planned."""
     from ..ir.verify import checked_plan
-    from ..passes.platforms.cuda import CUDA_PLATFORM
+    from ..targets.cuda import CUDA_PLATFORM
 
     kernel, loop = work.kernels
     return work.but(kernels=(CUDA_PLATFORM.lower(kernel), loop),
@@ -164,7 +164,7 @@ def point_entry(req: PointRequest, work: Work) -> Work:
     """The entry: it compiles the source for the device on its first call (NVRTC, PTX in
     the disk cache under ``build.cuda``'s back key), so building needs no GPU."""
     from ..codegen.cuda import plan_source
-    from ..passes.lower_point import OUT
+    from ..lower.point import OUT
     from ..runtime.cuda import CudaEntry, Variants
     from ..runtime.launch import standard_arrays
 
@@ -236,8 +236,8 @@ def auto_race(specs) -> RaceMode:
 
 
 def lower_computation(req: ComputationRequest, work: Work) -> Work:
-    from ..passes.lower_computation import layout_of
-    from ..passes.lower_computation_gpu import GpuComputationLowering
+    from ..lower.computation import layout_of
+    from ..lower.computation_gpu import GpuComputationLowering
 
     lowering = GpuComputationLowering(req.defn, req.sched, layout_of(req.fields, req.defn),
                                       req.src)
@@ -266,7 +266,7 @@ BACKEND = Backend(
         k_planes_storage=True,  # I or J contiguous: neighbouring columns coalesce
     ),
     pieces=Pieces(
-        platform="stencilkit.passes.platforms.cuda:CudaPlatform",
+        platform="stencilkit.targets.cuda:CudaPlatform",
         # no "key" stage: the entry compiles for the device it meets (build.cuda keys the PTX)
         stages=Stages(
             point=KindStages(lower=f"{_SHARED}:lower_point",

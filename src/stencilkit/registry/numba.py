@@ -8,7 +8,7 @@ processes. The same module is what a call from inside jitted code inlines
 (``numba_calls.py``), whatever the stencil's backend.
 
 Computations and ParLoops: the shared lowerings' kernel IR, lowered by the Numba platform
-(``passes/platforms/numba.py``: ``prange``, per-iteration partials for reductions, the status
+(``targets/numba.py``: ``prange``, per-iteration partials for reductions, the status
 as an array, flat local arrays) and printed by ``codegen.numba.NumbaModulePrinter`` into one
 module per build (its ``parallel`` and ``serial`` dispatchers). ParLoops are built without
 atomics, whatever ``race=`` says, and always run colour by colour
@@ -67,7 +67,7 @@ def _compile_one_line() -> verdicts.Verdict:
 
 def lower_point(req: PointRequest, work: Work) -> Work:
     """Numba indexes arrays itself: the layout (constant unit strides) does not matter."""
-    from ..passes.lower_point import Layout
+    from ..lower.point import Layout
 
     layout = Layout(tuple(True for _ in req.typed.kernel.params), True)
     return work.but(kernels=(lower(req.typed, layout, req.src.line_text, filename(req.src),
@@ -86,7 +86,7 @@ def print_point(req: PointRequest, work: Work) -> Work:
 
 
 def lower_computation(req: ComputationRequest, work: Work) -> Work:
-    from ..passes.lower_computation import ComputationLowering, layout_of
+    from ..lower.computation import ComputationLowering, layout_of
 
     lowering = ComputationLowering(req.defn, req.sched, layout_of(req.fields, req.defn),
                                    req.src)
@@ -105,7 +105,7 @@ def print_computation(req: ComputationRequest, work: Work) -> Work:
 def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
     """No atomics here: every ParLoop writing shared entries runs colour by colour
     (runtime.parloop_blocks.run_coloured), whatever race= asks."""
-    from ..passes import lower_parloop as lpl
+    from ..lower import parloop as lpl
 
     kernel = work.kernels[0]
     loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, kernel.name,
@@ -115,7 +115,7 @@ def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
 
 def print_parloop(req: ParLoopRequest, work: Work) -> Work:
     from ..codegen import numba as numba_codegen
-    from ..passes import lower_parloop as lpl
+    from ..lower import parloop as lpl
 
     kernel, loop = work.kernels
     arguments: list[k.ArgumentKey] = [lpl.NBLOCKS, lpl.BLOCKS]
@@ -174,7 +174,7 @@ BACKEND = Backend(
     pieces=Pieces(
         # prange, per-iteration partials, the status as an array (point kernels: the
         # printer still lowers their few abstract nodes itself)
-        platform="stencilkit.passes.platforms.numba:NumbaPlatform",
+        platform="stencilkit.targets.numba:NumbaPlatform",
         stages=Stages(
             point=KindStages(lower=_ref("lower_point"), print=_ref("print_point"), key=_KEY,
                              toolchain=_TOOLCHAIN),

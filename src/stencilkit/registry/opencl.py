@@ -1,8 +1,8 @@
 """The "opencl" backend: OpenCL C via PyOpenCL (any OpenCL device, e.g. PoCL on the CPU).
 
 Every kind is lowered to kernel IR (computations by the GPU lowering of
-``passes.lower_computation_gpu``, as for "cuda"), split into launches by the OpenCL platform
-(``passes.platforms.opencl``: parallel loop nests -> NDRanges, host loops), printed by the
+``lower.computation_gpu``, as for "cuda"), split into launches by the OpenCL platform
+(``targets.opencl``: parallel loop nests -> NDRanges, host loops), printed by the
 C-family printer's OpenCL hooks and built by PyOpenCL per device (``runtime.opencl``).
 NumPy arrays are copied to the device and back; point kernels also take pyopencl arrays in
 place. OpenCL C has no complex types, so the dtypes exclude them.
@@ -58,7 +58,7 @@ def lower_point(req: PointRequest, work: Work) -> Work:
 
 
 def mark_parallel(req: PointRequest, work: Work) -> Work:
-    from ..passes.platforms import opencl as platform
+    from ..targets import opencl as platform
 
     (kf,) = work.kernels
     return work.but(kernels=(dataclasses.replace(
@@ -68,7 +68,7 @@ def mark_parallel(req: PointRequest, work: Work) -> Work:
 def plan(req: Request, work: Work) -> Work:
     """The launches: parallel loop nests as NDRanges, serial loops around them on the host."""
     from ..ir.verify import checked_plan
-    from ..passes.platforms import opencl as platform
+    from ..targets import opencl as platform
 
     return work.but(plan=checked_plan(platform.plan(work.kernels[-1])))
 
@@ -76,7 +76,7 @@ def plan(req: Request, work: Work) -> Work:
 def plan_point(req: PointRequest, work: Work) -> Work:
     """As CUDA's: NDRange dimension 0 on the output's unit-stride axis and unit strides as
     constants, but 64-bit indices (``runtime.opencl_launch`` says why)."""
-    from ..passes.platforms.opencl import OPENCL_PLATFORM
+    from ..targets.opencl import OPENCL_PLATFORM
 
     return shared_stages.plan_point_variants(req, work, OPENCL_PLATFORM, narrow=False)
 
@@ -90,7 +90,7 @@ def print_program(req: Request, work: Work) -> Work:
 def point_program(req: PointRequest, work: Work) -> Work:
     """The program, built by PyOpenCL per device on its first run (``runtime.opencl``)."""
     from ..codegen import opencl as printer
-    from ..passes.lower_point import OUT
+    from ..lower.point import OUT
     from ..runtime.cuda_variants import Variants
     from ..runtime.launch import standard_arrays
     from ..runtime.opencl_launch import Executable
@@ -110,9 +110,9 @@ def point_program(req: PointRequest, work: Work) -> Work:
 
 
 def lower_computation(req: ComputationRequest, work: Work) -> Work:
-    """The GPU loop structure (``passes.lower_computation_gpu``, CUDA's); every field's
+    """The GPU loop structure (``lower.computation_gpu``, CUDA's); every field's
     last axis is its unit-stride one (fields reach the device as C-contiguous copies)."""
-    from ..passes.lower_computation_gpu import GpuComputationLowering
+    from ..lower.computation_gpu import GpuComputationLowering
 
     defn = req.defn
     require_dtypes(defn.name, [f.dtype for f in defn.fields] + [t for _, t in defn.temporaries]
@@ -141,7 +141,7 @@ def launch_computation(req: ComputationRequest, work: Work) -> Work:
 def race(req: ParLoopRequest) -> RaceMode:
     """COLOUR, ATOMIC or NONE (no shared writes); "atomic" colours instead where a
     shared INC's element type has no atomic add here."""
-    from ..passes.platforms import opencl as platform
+    from ..targets import opencl as platform
 
     if not any(s.writes_shared for s in req.specs):
         return RaceMode.NONE
@@ -159,7 +159,7 @@ def lower_parloop_kernel(req: ParLoopRequest, work: Work) -> Work:
 def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
     """The loop over the set is ``LoopLowering``'s, with every argument gathered into
     private arrays."""
-    from ..passes import lower_parloop as lpl
+    from ..lower import parloop as lpl
 
     (kf,) = work.kernels
     loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, kf.name, req.specs,
@@ -202,7 +202,7 @@ BACKEND = Backend(
         inlines_temporaries=True,
     ),
     pieces=Pieces(
-        platform="stencilkit.passes.platforms.opencl:OpenCLPlatform",
+        platform="stencilkit.targets.opencl:OpenCLPlatform",
         # no "key" stage: PyOpenCL builds the program for the device it runs on
         stages=Stages(
             point=KindStages(lower=_ref("lower_point"),

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..compile.point import TypedPointKernel
     from ..compile.requests import ComputationRequest, ParLoopRequest, PointRequest, Request
     from ..frontend.source import SourceFunction
-    from ..passes.lower_point import Layout
+    from ..lower.point import Layout
 
 
 def filename(src: SourceFunction) -> str:
@@ -27,7 +27,7 @@ def filename(src: SourceFunction) -> str:
 def lower(typed: TypedPointKernel, layout: Layout, line_text, filename: str,
           out_dtype: np.dtype, mode: str | tuple[str, ...] = "constant") -> k.KernelFunction:
     """The kernel IR of one point-kernel specialization (``mode``: the border mode)."""
-    from ..passes.lower_point import PointLowering
+    from ..lower.point import PointLowering
 
     return PointLowering(typed.kernel, typed.neighborhood.border, layout, line_text, filename,
                          out_dtype=out_dtype, mode=mode).lower()
@@ -42,7 +42,7 @@ def lower_point(req: PointRequest, work: Work) -> Work:
 
 def lower_parloop_kernel(req: ParLoopRequest, work: Work) -> Work:
     """A ParLoop's Python kernel as a function of row-major local arrays (kernels[0])."""
-    from ..passes import lower_parloop as lpl
+    from ..lower import parloop as lpl
 
     assert req.typed is not None and req.src is not None
     kf = lpl.KernelLowering(req.typed, req.specs, req.src.line_text,
@@ -53,7 +53,7 @@ def lower_parloop_kernel(req: ParLoopRequest, work: Work) -> Work:
 def lower_parloop_loop(req: ParLoopRequest, work: Work) -> Work:
     """The loop over the set that calls kernels[0] (kernels[1]); shared increments atomic
     as the request says."""
-    from ..passes import lower_parloop as lpl
+    from ..lower import parloop as lpl
 
     kernel = work.kernels[0]
     loop = lpl.LoopLowering(lpl.loop_function_name(req.name), req.name, kernel.name,
@@ -68,17 +68,17 @@ def platform_each(req: Request, work: Work) -> Work:
 
 
 def simplify_each(req: Request, work: Work) -> Work:
-    """Every kernel of the work simplified (``passes.simplify``: exact folding, identities,
+    """Every kernel of the work simplified (``lower.simplify``: exact folding, identities,
     dead temporaries), so that the generated code reads like a hand kernel."""
-    from ..passes.simplify import simplify
+    from ..lower.simplify import simplify
 
     return work.but(kernels=tuple(simplify(kf) for kf in work.kernels))
 
 
 def hoist_rows_each(req: Request, work: Work) -> Work:
     """Every kernel's row bases hoisted out of its innermost loops, before them
-    (``passes.hoist_rows``, ``Placement.OUTSIDE``: the CPU)."""
-    from ..passes.hoist_rows import Placement, hoist_row_bases
+    (``lower.hoist_rows``, ``Placement.OUTSIDE``: the CPU)."""
+    from ..lower.hoist_rows import Placement, hoist_row_bases
 
     return work.but(kernels=tuple(hoist_row_bases(kf, Placement.OUTSIDE) for kf in work.kernels))
 
@@ -86,7 +86,7 @@ def hoist_rows_each(req: Request, work: Work) -> Work:
 def hoist_rows_in_threads(req: Request, work: Work) -> Work:
     """As ``hoist_rows_each``, a parallel innermost loop's in its body: the GPU planner
     makes a grid of the parallel nest (``Placement.THREAD``)."""
-    from ..passes.hoist_rows import Placement, hoist_row_bases
+    from ..lower.hoist_rows import Placement, hoist_row_bases
 
     return work.but(kernels=tuple(hoist_row_bases(kf, Placement.THREAD) for kf in work.kernels))
 
@@ -99,8 +99,8 @@ def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -
     a call plans later are verified as they are planned (the driver's hook sees this
     specialization's own plan only)."""
     from ..ir.verify import checked_plan
-    from ..passes.lower_point import OUT
-    from ..passes.platforms.cuda_layout import Variant, specialize
+    from ..lower.point import OUT
+    from ..targets.cuda_layout import Variant, specialize
 
     (kf,) = work.kernels
     kernel, layout = req.typed.kernel, req.layout
@@ -129,6 +129,6 @@ def launch_computation(req: ComputationRequest, work: Work) -> Work:
 
 def computation_layout(fields, defn) -> tuple:
     """Which axis of each field has unit stride: the loop over it runs innermost."""
-    from ..passes.lower_computation import layout_of
+    from ..lower.computation import layout_of
 
     return tuple(sorted(layout_of(fields, defn).items()))

@@ -1,4 +1,4 @@
-"""Which specialization of a point kernel a GPU call runs (``passes.platforms.cuda_layout.
+"""Which specialization of a point kernel a GPU call runs (``targets.cuda_layout.
 Variant``: CUDA's entries and OpenCL's executables alike), from the device arrays of the
 call: the output's unit-stride axis (grid x runs along it, so that a warp's loads and stores
 coalesce in any order: C, Fortran, the storages of ``sk.empty(..., backend="cuda")`` whose

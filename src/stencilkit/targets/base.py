@@ -1,6 +1,6 @@
 """The platform interface: lowering the abstract nodes of kernel IR to what a language has.
 
-As pystencils separates platforms from printers: the lowerings in ``passes/`` say what is
+As pystencils separates platforms from printers: the lowerings in ``lower/`` say what is
 meant (a parallel loop with a schedule and reductions, an atomic update, setting the error
 status, ``sqrt`` of a float32), a platform rewrites that into the concrete nodes of one
 language (``Pragma``, ``CCall``, ``Declare``/``Return`` of the status, ...), and a printer
@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir import kernel as k
-from ...ir.core import Node, rewrite
+from ..ir import kernel as k
+from ..ir.core import Node, rewrite
 
 
 class Platform:

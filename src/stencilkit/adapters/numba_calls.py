@@ -32,13 +32,13 @@ from numba.core.typing.templates import make_overload_template
 from numba.extending import NativeValue, intrinsic, models, register_model, unbox
 from numba.np.numpy_support import as_dtype
 
-from . import dtypes
-from .analysis.typing import ArgType
-from .errors import ArgumentError, Location, StencilError
-from .runtime.launch import out_shape_error, secondary_shape_error, status_error
+from .. import dtypes
+from ..analysis.typing import ArgType
+from ..errors import ArgumentError, Location, StencilError
+from ..runtime.launch import out_shape_error, secondary_shape_error, status_error
 
 if TYPE_CHECKING:
-    from .stencil import PointStencil
+    from ..api.stencil import PointStencil
 
 #: The live stencils by digest (typing a call finds its stencil here).
 _LIVE: weakref.WeakValueDictionary[str, PointStencil] = weakref.WeakValueDictionary()
@@ -322,7 +322,7 @@ def replace_by_stencil(func_ir, instr) -> bool:
     from numba.core import ir
     from numba.core.ir_utils import get_definition, guard
 
-    from .stencil import stencil as make_stencil  # stencil.py imports this module lazily
+    from ..api.stencil import stencil as make_stencil  # stencil.py imports this module lazily
 
     expr = instr.value
     where = Location(expr.loc.filename, expr.loc.line, (expr.loc.col or 0) + 1)

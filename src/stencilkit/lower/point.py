@@ -505,7 +505,7 @@ class PointLowering:
 def stream_min_bytes() -> int:
     """``STREAM_MIN_BYTES``, or the environment's STENCILKIT_STREAM_MIN_BYTES. (The C
     backend then fits the threshold to the machine unless the variable is set:
-    ``passes.streamed_rows``.)"""
+    ``lower.streamed_rows``.)"""
     override = stream_min_bytes_override()
     return STREAM_MIN_BYTES if override is None else override
 

@@ -18,24 +18,24 @@ from types import FunctionType
 
 import numpy as np
 
-from . import adapters, config, registry, storage
-from .analysis import geometry as geo_analysis
-from .analysis import schedule as sch
-from .analysis.geometry import Geometry
-from .build import cache
-from .compile import driver
-from .compile.declared import layout_key
-from .compile.hooks import dump
-from .compile.requests import ComputationRequest
-from .errors import ArgumentError, Location, StencilError, at_call
-from .frontend import aliasing
-from .frontend.computation import parameter_defaults, parse_computation
-from .ir import computation as c
-from .log import build_event
-from .passes.inline_temporaries import inline_temporaries
-from .registry.c_autotune import tune_computation_call
-from .runtime import hostile
-from .runtime.computation_args import ComputationArguments
+from .. import adapters, config, registry, storage
+from ..analysis import geometry as geo_analysis
+from ..analysis import schedule as sch
+from ..analysis.geometry import Geometry
+from ..build import cache
+from ..compile import driver
+from ..compile.declared import layout_key
+from ..compile.hooks import dump
+from ..compile.requests import ComputationRequest
+from ..errors import ArgumentError, Location, StencilError, at_call
+from ..frontend import aliasing
+from ..frontend.computation import parameter_defaults, parse_computation
+from ..ir import computation as c
+from ..log import build_event
+from ..lower.inline_temporaries import inline_temporaries
+from ..registry.c_autotune import tune_computation_call
+from ..runtime import hostile
+from ..runtime.computation_args import ComputationArguments
 
 Origin = geo_analysis.Origin
 
@@ -311,13 +311,13 @@ class ComputationStencil:
                      fields: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         """Zeroed temporaries of the geometry, kept between calls; a GPU backend's on its
         device (CuPy arrays), so that no call copies them there and back, with the unit
-        stride on the axis of the fields' (passes.lower_computation_gpu.
+        stride on the axis of the fields' (lower.computation_gpu.
         temporaries_unit_axis: a warp's accesses coalesce on the storages too)."""
         gpu = backend.capabilities.device == "gpu"  # type: ignore[union-attr]
         unit = 2
         if gpu and fields is not None:
-            from .passes.lower_computation import layout_of
-            from .passes.lower_computation_gpu import temporaries_unit_axis
+            from ..lower.computation import layout_of
+            from ..lower.computation_gpu import temporaries_unit_axis
 
             unit = temporaries_unit_axis(plan.definition, layout_of(fields, plan.definition))
         key = (id(plan), gpu, unit, tuple(sorted(geo.temp_shapes.items())))

@@ -31,7 +31,7 @@ from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
-from .lower_computation import (
+from .computation import (
     ComputationLowering,
     _chained,
     _const,

@@ -28,7 +28,7 @@ symbols and constants that nothing in the loop assigns (no loads, no index check
 report errors through the status). Accesses through pointers that are not parameters (local
 arrays, row buffers) are left alone, as are accesses with nothing invariant to hoist.
 
-Requires: kernel IR after ``passes.simplify`` (verified by ``ir.verify``: symbols defined
+Requires: kernel IR after ``lower.simplify`` (verified by ``ir.verify``: symbols defined
 before use, one index per buffer dimension). Ensures: the same, every symbol it declares a
 fresh ``INDEX`` name (``<buffer>_row``, numbered when a kernel has several), each access it
 rewrites indexing a view of the same base pointer (named ``<buffer>.row``) whose first index
@@ -70,7 +70,7 @@ def hoist_row_bases(kf: k.KernelFunction, placement: Placement = Placement.OUTSI
     once as a row base (``placement``: where)."""
     pointers = frozenset(p.name for p in kf.params if p.pointer)
     # a GPU planner finds the grid's unit-stride axis by the counter that indexes it in the
-    # output's store (passes/platforms/gpu.py): stores keep their dimensions there
+    # output's store (targets/gpu.py): stores keep their dimensions there
     stores = placement is Placement.OUTSIDE
     # every name of the kernel is taken; a row base's name only in its scope and those
     # nested in it, so sibling blocks (an interior and its border strips) reuse "out_row"

@@ -15,14 +15,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import adapters, config, dtypes, registry
-from .analysis.neighborhood import MAX_OFFSET, Neighborhood
-from .analysis.typing import ArgType
-from .build import cache
-from .compile import driver
-from .compile.point import TypedPointKernel, analyse
-from .compile.requests import PointRequest
-from .errors import (
+from .. import adapters, config, dtypes, registry
+from ..analysis.neighborhood import MAX_OFFSET, Neighborhood
+from ..analysis.typing import ArgType
+from ..build import cache
+from ..compile import driver
+from ..compile.point import TypedPointKernel, analyse
+from ..compile.requests import PointRequest
+from ..errors import (
     ArgumentError,
     Location,
     StencilError,
@@ -32,16 +32,16 @@ from .errors import (
     definition_trimmed,
     did_you_mean,
 )
-from .frontend.computation import is_computation
-from .frontend.point_kernel import parse_point_kernel
-from .frontend.source import SourceFunction
-from .ir import border_modes
-from .ir import definition as d
-from .log import build_event
-from .passes.lower_point import Layout
-from .registry.c_autotune import tune_point_call
-from .runtime import hostile
-from .runtime.launch import PointCall, check_shapes
+from ..frontend.computation import is_computation
+from ..frontend.point_kernel import parse_point_kernel
+from ..frontend.source import SourceFunction
+from ..ir import border_modes
+from ..ir import definition as d
+from ..log import build_event
+from ..lower.point import Layout
+from ..registry.c_autotune import tune_point_call
+from ..runtime import hostile
+from ..runtime.launch import PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend",
                   "fast_math", "dims"}

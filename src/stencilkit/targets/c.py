@@ -7,9 +7,9 @@ import dataclasses
 
 import numpy as np
 
-from ... import dtypes
-from ...ir import kernel as k
-from ...ir.core import Node, rewrite, walk
+from .. import dtypes
+from ..ir import kernel as k
+from ..ir.core import Node, rewrite, walk
 from .base import Platform, status_constant
 
 _HELPER_MATH = ("min", "max", "minimum", "maximum", "abs", "sign")

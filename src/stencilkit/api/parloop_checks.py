@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import adapters
-from .errors import ArgumentError
-from .ir.abi import ArgKind
+from .. import adapters
+from ..errors import ArgumentError
+from ..ir.abi import ArgKind
 from .parloop import READ
 
 if TYPE_CHECKING:

@@ -45,7 +45,7 @@ from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
-from .lower_point import PointLowering, free_parameters, function_name
+from .point import PointLowering, free_parameters, function_name
 
 AXES = "IJK"
 COLUMN_BLOCK = 8  # columns interleaved per K sweep when K is the contiguous axis

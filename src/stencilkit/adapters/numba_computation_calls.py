@@ -36,14 +36,14 @@ from numba import types
 from numba.extending import intrinsic
 from numba.np.numpy_support import as_dtype
 
-from . import registry
-from .analysis import geometry
-from .errors import ArgumentError
-from .ir.abi import Role
+from .. import registry
+from ..analysis import geometry
+from ..errors import ArgumentError
+from ..ir.abi import Role
 from .numba_calls import PointStencilType, _cache_guard, _loc_text, _overlap, _type_of, register
 
 if TYPE_CHECKING:
-    from .multistage import ComputationStencil
+    from ..api.multistage import ComputationStencil
 
 #: The live computations by digest.
 _LIVE_COMPUTATIONS: weakref.WeakValueDictionary[str, ComputationStencil] = \
@@ -310,8 +310,8 @@ def _error(comp: ComputationStencil, kind: str, values: list) -> ArgumentError:
     if kind == "geometry":
         rules = comp.geometry_rules(comp._plan(registry.REGISTRY["numba"]))
         return geometry.table_error(rules, values[0], values[1:])
-    from .analysis.schedule import variable_k_reads
-    from .runtime.computation import k_offset_error
+    from ..analysis.schedule import variable_k_reads
+    from ..runtime.computation import k_offset_error
 
     built = comp._plan(registry.REGISTRY["numba"]).definition
     return k_offset_error(built, variable_k_reads(built))

@@ -30,7 +30,7 @@ def install(module: object = None) -> None:
 
     def _inline_stencil(self, instr, call_name, func_def):
         if call_name is not None and call_name[0] == "stencil" and call_name[1] in (
-                "stencilkit", "stencilkit.stencil"):
+                "stencilkit", "stencilkit.api.stencil"):
             from .numba_calls import replace_by_stencil
 
             return replace_by_stencil(self.func_ir, instr)

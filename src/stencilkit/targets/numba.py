@@ -35,10 +35,10 @@ import dataclasses
 
 import numpy as np
 
-from ... import dtypes
-from ...errors import BackendError
-from ...ir import kernel as k
-from ...ir.core import Node, rewrite, walk
+from .. import dtypes
+from ..errors import BackendError
+from ..ir import kernel as k
+from ..ir.core import Node, rewrite, walk
 from .base import Platform
 
 PRANGE = k.Pragma(("prange",))

@@ -7,7 +7,7 @@ the thread index (``thread_index``), atomics (``atomic_update``), how a reductio
 thread-private copies are combined (``reduce``), math function names (``math_call``).
 
 Requires: a ``KernelFunction`` as a lowering produced it, whose loops that may run
-concurrently are marked ``parallel`` (a point kernel's by ``passes.parallel_nests``; a
+concurrently are marked ``parallel`` (a point kernel's by ``lower.parallel_nests``; a
 computation's lowering marks its own and leaves FORWARD/BACKWARD K loops unmarked), whose
 parallel loops have unit steps and bounds that depend only on parameters and on enclosing
 serial loops' counters, and whose statements outside parallel loops declare nothing a
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import dtypes
-from ...ir import kernel as k
-from ...ir.core import Node, rewrite, walk
-from ...ir.host_eval import host_computable
-from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step, plan_text
-from ...log import dump
+from .. import dtypes
+from ..ir import kernel as k
+from ..ir.core import Node, rewrite, walk
+from ..ir.host_eval import host_computable
+from ..ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step, plan_text
+from ..log import dump
 from .base import status_constant
 from .c import _TESTS, CPlatform, libm
 

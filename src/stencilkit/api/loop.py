@@ -20,25 +20,25 @@ import sys
 
 import numpy as np
 
-from . import registry
-from .analysis.typing import ArgType, type_point_kernel
-from .compile import driver
-from .compile.requests import ParLoopRequest
-from .config import RACE_MODES, current
-from .errors import ArgumentError, StencilError, StencilTypeError, at_call
-from .ir import definition as d
-from .ir.abi import ArgKind, Device, LoopArgumentValues, ParLoopCall, RaceMode
-from .ir.core import walk
-from .parloop import MAX, MIN, READ, RW, Arg, Kernel, Map, MapEntry, Set, check_args
-from .parloop_checks import check_objects
-from .passes import lower_parloop as lpl
-from .registry import Backend
-from .registry.base import load
-from .runtime import lazy
+from .. import registry
+from ..analysis.typing import ArgType, type_point_kernel
+from ..compile import driver
+from ..compile.requests import ParLoopRequest
+from ..config import RACE_MODES, current
+from ..errors import ArgumentError, StencilError, StencilTypeError, at_call
+from ..ir import definition as d
+from ..ir.abi import ArgKind, Device, LoopArgumentValues, ParLoopCall, RaceMode
+from ..ir.core import walk
+from ..lower import parloop as lpl
+from ..registry import Backend
+from ..registry.base import load
+from ..runtime import lazy
 
 # The schedulers' helpers, where the tests and the benchmarks have always found them
-from .runtime.parloop_blocks import BLOCK, block_coloring, even_blocks  # noqa: F401
-from .runtime.parloop_numpy import element_rounds, scatter_add  # noqa: F401
+from ..runtime.parloop_blocks import BLOCK, block_coloring, even_blocks  # noqa: F401
+from ..runtime.parloop_numpy import element_rounds, scatter_add  # noqa: F401
+from .parloop import MAX, MIN, READ, RW, Arg, Kernel, Map, MapEntry, Set, check_args
+from .parloop_checks import check_objects
 
 
 def _specs(args: tuple[Arg, ...]) -> tuple[lpl.ArgSpec, ...]:
@@ -110,8 +110,8 @@ class ParLoop:
     # ------------------------------------------------------------ analysis
 
     def _analyse(self) -> d.PointKernel:
-        from .frontend.parloop_kernel import parse_kernel
-        from .passes.single_exit import RESULT
+        from ..frontend.parloop_kernel import parse_kernel
+        from ..lower.single_exit import RESULT
 
         parsed, self._src = parse_kernel(self.kernel.func)
         name = parsed.name

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import registry
-from .errors import StencilError
+from .. import registry
+from ..errors import StencilError
 
 
 def _prototype(source: str, name: str) -> str:
@@ -28,10 +28,10 @@ def _header_comment(source: str, name: str) -> str:
 def export(obj: object, directory: str | Path) -> tuple[Path, Path]:
     """Write ``<name>.c`` and ``<name>.h`` for a ParLoop or a stencil (already called once,
     for point kernels, so that argument types are known). Returns the two paths."""
+    from ..lower.parloop import loop_function_name
+    from ..lower.point import function_name
     from .loop import ParLoop
     from .multistage import ComputationStencil
-    from .passes.lower_parloop import loop_function_name
-    from .passes.lower_point import function_name
     from .stencil import PointStencil
 
     out = Path(directory)

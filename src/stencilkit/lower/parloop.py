@@ -27,7 +27,7 @@ from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.abi import Access, ArgKind
 from ..ir.core import rewrite
-from .lower_point import PointLowering, free_parameters, function_name
+from .point import PointLowering, free_parameters, function_name
 
 # argument keys of the loop function (every key of it is the compiler's: a{i}, m{i}, blocks)
 NBLOCKS = k.BlockCount()

@@ -22,9 +22,9 @@ import dataclasses
 
 import numpy as np
 
-from ...ir import kernel as k
-from ...ir.core import Node, rewrite, walk
-from ...ir.plan import Variant  # noqa: F401 (re-exported: what a kernel is specialized for)
+from ..ir import kernel as k
+from ..ir.core import Node, rewrite, walk
+from ..ir.plan import Variant  # noqa: F401 (re-exported: what a kernel is specialized for)
 
 INDEX32 = np.dtype(np.int32)
 

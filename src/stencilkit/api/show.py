@@ -12,7 +12,7 @@ def _qualname(func: object, name: str) -> str:
 
 
 def _backend(chosen: str | None) -> str:
-    from .config import current
+    from ..config import current
 
     return chosen or current().backend or "default"
 

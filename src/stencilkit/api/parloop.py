@@ -21,16 +21,16 @@ from types import FunctionType
 
 import numpy as np
 
-from . import adapters, config, dtypes
-from .errors import ArgumentError, Location, StencilError
-from .ir.abi import Access, ArgKind
+from .. import adapters, config, dtypes
+from ..errors import ArgumentError, Location, StencilError
+from ..ir.abi import Access, ArgKind
 
 READ, WRITE, RW, INC, MIN, MAX = (Access.READ, Access.WRITE, Access.RW, Access.INC, Access.MIN,
                                   Access.MAX)
 
 
 def _flush() -> None:
-    from .runtime import lazy
+    from ..runtime import lazy
 
     lazy.flush()
 
@@ -188,7 +188,7 @@ def _set_data(owner: _DataCarrier, value: object) -> None:
         if not np.isscalar(value) and not adapters.is_device(value):
             # CuPy assigns scalars and device arrays only (a host array would go to
             # ndarray.fill, which refuses it): the values go to the device first
-            from . import registry, storage
+            from .. import registry, storage
 
             value = storage.array_module(registry.resolve("cuda")).asarray(np.asarray(value))
         target[...] = value  # type: ignore[index]
@@ -473,8 +473,8 @@ class Kernel:
     def generate(self, backend: str | None = None) -> str:
         if self.code is not None:
             return self.code
-        from .frontend.parloop_kernel import parse_kernel
-        from .ir.definition import format_point_kernel
+        from ..frontend.parloop_kernel import parse_kernel
+        from ..ir.definition import format_point_kernel
 
         return format_point_kernel(parse_kernel(self.func)[0])
 

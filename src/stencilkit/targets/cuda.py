@@ -14,10 +14,10 @@ import dataclasses
 
 import numpy as np
 
-from ... import dtypes
-from ...ir import kernel as k
-from ...ir.core import Node, walk
-from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Scratch, Step  # noqa: F401 (tests)
+from .. import dtypes
+from ..ir import kernel as k
+from ..ir.core import Node, walk
+from ..ir.plan import Dim, HostLoop, Launch, LaunchPlan, Scratch, Step  # noqa: F401 (tests)
 from .c import _TESTS
 from .gpu import GpuPlatform, Reduced, identity, privatized
 

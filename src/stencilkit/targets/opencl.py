@@ -18,12 +18,12 @@ import dataclasses
 
 import numpy as np
 
-from ... import dtypes
-from ...codegen.cfamily import type_suffix
-from ...ir import kernel as k
-from ...ir.host_eval import evaluate  # noqa: F401 (re-exported: the runtimes' evaluator)
-from ...ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step  # noqa: F401
-from ..parallel_nests import mark_parallel_nests  # noqa: F401 (platform.mark_parallel_nests)
+from .. import dtypes
+from ..codegen.cfamily import type_suffix
+from ..ir import kernel as k
+from ..ir.host_eval import evaluate  # noqa: F401 (re-exported: the runtimes' evaluator)
+from ..ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step  # noqa: F401
+from ..lower.parallel_nests import mark_parallel_nests  # noqa: F401 (platform.mark_parallel_nests)
 from .gpu import GpuPlatform, Reduced, identity, privatized
 
 
