@@ -33,7 +33,6 @@ from ..frontend.computation import parameter_defaults, parse_computation
 from ..ir import computation as c
 from ..log import build_event
 from ..lower.inline_temporaries import inline_temporaries
-from ..registry.c_autotune import tune_computation_call
 from ..runtime import hostile
 from ..runtime.computation_args import ComputationArguments
 
@@ -387,7 +386,7 @@ class ComputationStencil:
                call: tuple | None = None):
         """(source, launcher) of the build for ``fields``' layout; ``call``: the (values,
         temporaries, geometry) of the call it is built for, which the C backend may time
-        its variants on (registry/c_autotune.py)."""
+        its variants on (the backend's tuner: registry/c_autotune.py)."""
         key = (backend.name, layout_key(backend, fields, self.definition))
         built = self._builds.get(key)
         if built is None:
@@ -398,8 +397,9 @@ class ComputationStencil:
                         backend.name, time.perf_counter() - started,
                         verbose=getattr(self, "verbose", False))
             run = artifact.entry
-            if call is not None:
-                run = tune_computation_call(run, request, artifact.source, *call)
+            tune = backend.tuner("computation")  # the C backend's measured choice
+            if call is not None and tune is not None:
+                run = tune(run, request, artifact.source, *call)
             built = (artifact.source, run)
             self._builds[key] = built
         return built

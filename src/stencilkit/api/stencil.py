@@ -39,7 +39,6 @@ from ..ir import border_modes
 from ..ir import definition as d
 from ..log import build_event
 from ..lower.point import Layout
-from ..registry.c_autotune import tune_point_call
 from ..runtime import hostile
 from ..runtime.launch import PointCall, check_shapes
 
@@ -432,7 +431,9 @@ class PointStencil:
         call = chosen.launcher("point")(
             entry, out_dtype, cval, self.cval is not None and border_modes.any_constant(self.mode),
             name, kernel.loc, launch=built.launch, source=source)
-        tune_point_call(call, request, args)  # the C backend's measured choice, if any
+        tune = chosen.tuner("point")  # the C backend's measured choice, if any
+        if tune is not None:
+            tune(call, request, args)
         return call
 
     def axis_modes(self, ndim: int) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -129,7 +129,9 @@ class Pieces:
     ``stages``: per kind, the functions the compile driver runs; ``launcher``: per kind,
     what runs an entry point at a call; ``array_module``: the array library its arrays
     come from; ``auto_race``: a function of a ParLoop's argument specs returning the
-    ``RaceMode`` that ``race="auto"`` runs (None: colouring).
+    ``RaceMode`` that ``race="auto"`` runs (None: colouring); ``tuner``: per kind, what
+    may replace a freshly built call's entry by a variant measured on the call's own
+    arguments (the C backend's, issue 30; None: the call runs what was built).
     """
 
     platform: str | None
@@ -137,10 +139,12 @@ class Pieces:
     launcher: PerKind
     array_module: str
     auto_race: str | None = None
+    tuner: PerKind = PerKind()
 
     def refs(self) -> tuple[str, ...]:
         return ((self.platform,) if self.platform else ()) + self.stages.refs() + \
-            self.launcher.refs() + ((self.auto_race,) if self.auto_race else ())
+            self.launcher.refs() + ((self.auto_race,) if self.auto_race else ()) + \
+            self.tuner.refs()
 
 
 @functools.cache
@@ -217,6 +221,11 @@ class Backend:
         ref = getattr(self.pieces.launcher, kind)
         assert ref is not None, (self.name, kind)
         return load(ref)
+
+    def tuner(self, kind: str) -> Callable[..., Any] | None:
+        """The tuner this backend declares for ``kind`` (``Pieces.tuner``), or None."""
+        ref = getattr(self.pieces.tuner, kind) if self.pieces is not None else None
+        return None if ref is None else load(ref)  # type: ignore[return-value]
 
     def _not_built(self, kind: str) -> BackendError:
         return BackendError(f"backend {self.name!r} does not build {_KIND_TEXT[kind]}",

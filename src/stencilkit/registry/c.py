@@ -273,6 +273,8 @@ BACKEND = Backend(
                          computation="stencilkit.runtime.computation:CompiledComputationCall",
                          parloop="stencilkit.runtime.parloop_blocks:run_blocks"),
         array_module="numpy",
+        tuner=PerKind(point="stencilkit.registry.c_autotune:tune_point_call",
+                      computation="stencilkit.registry.c_autotune:tune_computation_call"),
     ),
     gt4py_names=("c", "gt:cpu_ifirst", "gt:cpu_kfirst", "gt:cpu", "dace:cpu"),
 )
