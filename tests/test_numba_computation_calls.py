@@ -22,7 +22,7 @@ from . import computations as C
 
 numba = pytest.importorskip("numba", reason="numba is not installed (pip install .[test])")
 
-from stencilkit import numba_computation_calls as ncc  # noqa: E402 (needs numba)
+from stencilkit.adapters import numba_computation_calls as ncc  # noqa: E402 (needs numba)
 
 rng = np.random.default_rng(11)
 IN = rng.random((14, 15, 6))

@@ -538,7 +538,7 @@ def test_lazy_loops_see_objects_as_they_were_when_queued():
     sk.configure(lazy=True)
     sk.par_loop(k, cells, v(sk.READ), acc(sk.INC, m), backend="c")
     sk.Map(cells, nodes, 1, [1, 1, 1])   # a new map does not force the queue
-    assert sk.loop.lazy.pending() == 1
+    assert sk.api.loop.lazy.pending() == 1
     m.values = [2, 2, 2]                 # runs the queued loop first, with the old values
     v.data = [10.0, 20.0, 30.0]
     sk.par_loop(k, cells, v(sk.READ), acc(sk.INC, m), backend="c")
