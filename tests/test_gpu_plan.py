@@ -749,3 +749,24 @@ def test_opencl_storage_order_arrays_run_a_variant_with_x_on_their_unit_axis(lau
         # second finds both
         assert bool(built) == (call == 0)
         np.testing.assert_allclose(host(out)[inner], expected[inner], rtol=1e-14)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_a_computation_call_its_own_plan_serves_builds_no_other(monkeypatch):
+    """A computation called on small arrays in C order runs the plan it was built with (32
+    bits, covering grids): no second, identical entry is planned, printed and compiled on
+    its first call (the chosen variant also names the unit-stride axis and arrays, which a
+    computation's plans do not depend on)."""
+    from stencilkit_apps import definitions
+
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    names = [f.name for f in sk.stencil(definitions.hdiff, backend="numpy")
+             .definition.parameter_fields]
+    rng = np.random.default_rng(5)
+    fields = {n: rng.random((10, 11, 12)) + 2.0 for n in names}
+    st = sk.stencil(definitions.hdiff, backend="cuda")
+    st(**fields, origin=(2, 2, 0), domain=(6, 7, 12))
+    (_, call), = st._builds.values()
+    assert call.entry._variants == {}

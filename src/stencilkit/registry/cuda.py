@@ -129,13 +129,16 @@ def plan_computation(req: ComputationRequest, work: Work) -> Work:
     (kf,) = work.kernels
     can_cover = covering_field(req, work) is not None
 
-    def plan(variant: Variant):
-        covering = variant.covering and can_cover
-        wanted = Variant(2, frozenset(), variant.narrow, covering)
-        return checked_plan(CUDA_PLATFORM.plan(specialize(kf, wanted), covering=covering))
+    def relevant(variant: Variant) -> Variant:
+        return Variant(2, frozenset(), variant.narrow, variant.covering and can_cover)
 
-    own = Variant(2, frozenset(), True, can_cover)
-    return work.but(plan=plan(own), facts={"variants": (own, plan)})
+    def plan(variant: Variant):
+        wanted = relevant(variant)
+        return checked_plan(CUDA_PLATFORM.plan(specialize(kf, wanted),
+                                               covering=wanted.covering))
+
+    own = relevant(Variant(2, frozenset(), True, True))
+    return work.but(plan=plan(own), facts={"variants": (own, plan, relevant)})
 
 
 def plan_parloop(req: ParLoopRequest, work: Work) -> Work:
@@ -195,7 +198,7 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
 
     launch = work.described
     buffers = tuple(work.facts["lowering"].buffers)
-    own, plan = work.facts["variants"]
+    own, plan, relevant = work.facts["variants"]
 
     def build(variant):
         planned = plan(variant)
@@ -205,7 +208,7 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
     out = covering_field(req, work) or next(b for b in buffers if b in launch.written)
     return work.but(entry=CudaEntry(work.plan, work.source, launch.entry_keys,
                                     launch.written, req.defn.name,
-                                    variants=Variants(own, build, out)))
+                                    variants=Variants(own, build, out, relevant)))
 
 
 def parloop_entry(req: ParLoopRequest, work: Work) -> Work:

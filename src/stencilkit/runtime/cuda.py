@@ -374,7 +374,7 @@ class CudaEntry:
         arguments ``dev`` (``runtime.cuda_variants``): this one, or one built now and kept."""
         if self.variants is None:
             return self
-        wanted = choose(self.names, dev, self.variants.out)
+        wanted = self.variants.relevant(choose(self.names, dev, self.variants.out))
         if wanted == self.variants.own:
             return self
         entry = self._variants.get(wanted)

@@ -106,8 +106,12 @@ class _Geometry:
 class Variants:
     """How a point kernel's entry gets its other specializations: ``own`` is the variant its
     plan was built for, ``build`` plans and prints another, ``out`` names the output (whose
-    unit-stride axis decides the grid's x)."""
+    unit-stride axis decides the grid's x); ``relevant`` keeps of a chosen variant what the
+    kernels are specialized for (a computation's plans differ in index width and grid loops
+    only: its lowering fixed the axes), so that a call its own plan serves runs it instead
+    of building an identical one."""
 
     own: Variant
     build: Callable[[Variant], tuple[LaunchPlan, str]]
     out: str
+    relevant: Callable[[Variant], Variant] = lambda variant: variant  # noqa: E731
