@@ -159,6 +159,15 @@ def _assigned(loop: k.Loop) -> frozenset[str]:
     return frozenset(names)
 
 
+def row_name(pointer: str) -> str:
+    """The row base's name for a buffer whose base pointer is ``pointer``: ``a_`` -> ``a_row``.
+    Never in the compiler's ``sk_`` namespace, whose names the platforms add after this pass
+    without seeing ours (the C platform's streamed-row buffer is ``sk_row``): a user's array
+    ``sk`` gets ``usk_row``."""
+    name = f"{pointer.rstrip('_')}_row"
+    return "u" + name if name.startswith("sk_") else name
+
+
 class _Names:
     def __init__(self, taken: set[str]) -> None:
         self.taken = taken
@@ -191,7 +200,7 @@ def _hoist(loop: k.Loop, pointers: frozenset[str], names: _Names, rows: dict[tup
         key = (b.base.name, parts, tuple(b.strides[d] for d, _ in parts))
         sym = rows.get(key)
         if sym is None:
-            sym = k.Symbol(names.fresh(f"{b.base.name.rstrip('_')}_row"), k.INDEX)
+            sym = k.Symbol(names.fresh(row_name(b.base.name)), k.INDEX)
             rows[key] = sym
             decls.append(k.Declare(sym, _sum([(1, _times(_rebuilt(terms, 0), b.strides[d]))
                                               for d, terms in parts], 0)))
