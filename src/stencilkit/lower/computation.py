@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import dtypes
 from ..analysis.schedule import (
+    IntervalSchedule,
     MultiStage,
     Schedule,
     Stage,
@@ -433,11 +434,7 @@ class ComputationLowering(PointLowering):
         for _, ms in group:
             for isched in ms.intervals:
                 k0, k1 = self.k_bounds(isched.interval)
-                inner: list[k.Stmt] = []
-                for st in isched.stages:
-                    inner += list(self.guarded(st, ext))
-                units = tuple(u for st in isched.stages for u in st.units)
-                inner_t = self.register_decls(units) + tuple(inner)
+                inner_t = self.level_body(isched, ext)
                 if unit_k:
                     per_level.append(self.k_loop(kc, k0, k1, ms.policy, inner_t))
                 else:
@@ -584,6 +581,13 @@ class ComputationLowering(PointLowering):
         inner = k.Loop(self.counters[axis], start, stop, _const(1), level_loop.body,
                        vectorize=True)
         return dataclasses.replace(level_loop, body=(inner,))
+
+    def level_body(self, isched: IntervalSchedule, ext: c.Extent) -> tuple[k.Stmt, ...]:
+        """One level of an interval: its stages' statements (each guarded to its extent
+        ``ext``) after the declarations of the registers they use."""
+        inner = [stmt for st in isched.stages for stmt in self.guarded(st, ext)]
+        units = tuple(u for st in isched.stages for u in st.units)
+        return self.register_decls(units) + tuple(inner)
 
     def register_decls(self, units: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
         used = {n.field for u in units for n in walk(u) if isinstance(n, d.Access)}

@@ -177,11 +177,7 @@ class GpuComputationLowering(ComputationLowering):
             self.multistage_now = m_i
             for isched in ms.intervals:
                 k0, k1 = self.k_bounds(isched.interval)
-                inner: list[k.Stmt] = []
-                for st in isched.stages:
-                    inner += list(self.guarded(st, ext))
-                units = tuple(u for st in isched.stages for u in st.units)
-                body = self.register_decls(units) + tuple(inner)
+                body = self.level_body(isched, ext)
                 per_level.append(self.k_loop(kc, k0, k1, ms.policy, body))
         self.multistage_now = -1
         nest: tuple[k.Stmt, ...] = tuple(per_level)
