@@ -159,6 +159,29 @@ def tune_candidates(profile: MachineProfile, cflags: tuple[str, ...]) -> tuple[s
     return (profile.nearest_tune,)
 
 
+def team_candidates(profile: MachineProfile) -> tuple[int, ...]:
+    """Team sizes worth measuring against the whole team (the default: every CPU this
+    process may run on, ``profile.cpus``, as OpenMP's own default): half of it, where
+    there is more than one. A bandwidth-bound loop saturates memory before it runs out of
+    cores, and where SMT siblings or another process share the cores, fewer threads can
+    finish sooner than a team waiting for its slowest member."""
+    return (profile.cpus // 2,) if profile.cpus >= 2 else ()
+
+
+#: outer iterations (rows, planes) per chunk of the chunked schedule candidate: enough that
+#: the rows shared by neighbouring iterations (a stencil's halo) are mostly read by the
+#: thread that already has them (2 of every 16 + 2 rows read twice at a 3-row halo)
+SCHEDULE_CHUNK = 16
+
+
+def schedule_candidates(profile: MachineProfile) -> tuple[int, ...]:
+    """Chunks of ``schedule(static, chunk)`` worth measuring against ``schedule(static)``
+    (the default: one contiguous block per thread): dealt round-robin, a thread slowed by
+    another process (or an SMT sibling) holds up fewer iterations at the end. Nothing with
+    one CPU."""
+    return (SCHEDULE_CHUNK,) if profile.cpus >= 2 else ()
+
+
 def cache_sizes() -> tuple[int, int, int]:
     """(L1d, L2, L3) bytes of CPU 0 (0 where there is no such level); ``REFERENCE``'s where
     neither sysfs nor sysconf says."""

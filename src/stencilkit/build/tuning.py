@@ -4,11 +4,13 @@ remembers a choice per (kernel, signature, size class, machine).
 
 The knobs are the ones that moved the numbers (docs/performance.md, "Autotuning"):
 streaming or plain stores of a point kernel's output, the vector width GCC prefers on a CPU
-with AVX-512, and ``-mtune=`` of the nearest processor the compiler knows where it does not
-know this one. Every variant computes the same values with the same operations in the same
-order per element (the knobs change where stores go and how loops are vectorized, never the
-arithmetic: ``-ffp-contract=off`` and no reassociation stay), so results are bit-identical
-whatever is chosen (tests/test_tuning.py runs every candidate).
+with AVX-512, ``-mtune=`` of the nearest processor the compiler knows where it does not
+know this one, and the OpenMP schedule (static blocks or chunks dealt round-robin) and team
+(the whole or fewer threads) of loops without reductions. Every variant computes the same
+values with the same operations in the same order per element (the knobs change where stores
+go, how loops are vectorized and which thread runs an iteration, never the arithmetic:
+``-ffp-contract=off`` and no reassociation stay), so results are bit-identical whatever is
+chosen (tests/test_tuning.py and tests/test_tuning_knobs.py run every candidate).
 
 How the cost is bounded (FFTW's wisdom, Devito's "basic" autotuning mode): only calls of at
 least ``MIN_WORK`` points are tuned; knobs are tried one at a time, each against the best so
@@ -48,6 +50,8 @@ class Variant:
     vector_bits: int | None = None  # -mprefer-vector-width=
     tune: str | None = None  # -mtune=
     collapse: bool | None = None  # a computation's contiguous J/K rows as one loop
+    threads: int | None = None  # at most this many threads per parallel loop (the team's)
+    chunk: int | None = None  # schedule(static, chunk) instead of one block per thread
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -76,7 +80,8 @@ class Variant:
             raise ValueError(f"unknown knobs {sorted(set(data) - names)}")
         v = cls(**data)
         if not all(isinstance(x, t) or x is None for x, t in (
-                (v.streaming, bool), (v.vector_bits, int), (v.tune, str), (v.collapse, bool))):
+                (v.streaming, bool), (v.vector_bits, int), (v.tune, str), (v.collapse, bool),
+                (v.threads, int), (v.chunk, int))):
             raise ValueError(f"a knob of the wrong type: {data!r}")
         return v
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..build.verdicts import Verdict
     from ..compile.driver import Work
     from ..compile.requests import ComputationRequest, ParLoopRequest, PointRequest, Request
+    from ..targets.c import CPlatform
 
 
 def probe() -> str | None:
@@ -53,6 +54,17 @@ def _probe(cc: str | None, cflags: tuple[str, ...], openmp: bool) -> Verdict:
         return verdicts.Verdict("no C compiler found ($CC, gcc, clang, cc)")
     return verdicts.remembered("c", toolchain.probe_identity(cc, cflags, openmp),
                                lambda: toolchain.probe(cc, cflags, openmp))
+
+
+def platform() -> CPlatform:
+    """The C platform for the machine code is generated for and the variant being built:
+    its short vector, OpenMP team and schedule (``targets.c.CKnobs``)."""
+    from ..build import machine, tuning
+    from ..targets.c import CKnobs, CPlatform
+
+    variant = tuning.current_variant()
+    return CPlatform(CKnobs(short_vector_bytes=machine.current().short_vector_bytes(),
+                            team_threads=variant.threads, schedule_chunk=variant.chunk))
 
 
 # ------------------------------------------------------------------ stages (compile.driver)
@@ -252,7 +264,7 @@ BACKEND = Backend(
     ),
     pieces=Pieces(
         # OpenMP pragmas, libm per dtype, the status as a returned int
-        platform="stencilkit.targets.c:CPlatform",
+        platform=_ref("platform"),
         stages=Stages(
             point=KindStages(lower=_ref("lower_point"),
                              transforms=(_SIMPLIFY, _HOIST, ("entry_arguments", _ref("point_entry"))),

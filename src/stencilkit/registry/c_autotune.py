@@ -175,14 +175,14 @@ def point_knobs(request: PointRequest, source: str, points: int,
         out_bytes = points * np.dtype(request.out_dtype).itemsize
         streams = out_bytes >= _stream_min_bytes(profile)
         knobs.append([Variant(streaming=not streams)])
-    return knobs + common_knobs(profile)
+    return knobs + common_knobs(profile) + thread_knobs(source, profile)
 
 
 def computation_knobs(source: str, profile: machine.MachineProfile) -> list[list[Variant]]:
     """A computation's knobs: its J/K rows collapsed into one loop or not (where the code
     has the collapsed loop), then the common knobs."""
     knobs = [[Variant(collapse=False)]] if _COLLAPSED.search(source) else []
-    return knobs + common_knobs(profile)
+    return knobs + common_knobs(profile) + thread_knobs(source, profile)
 
 
 def common_knobs(profile: machine.MachineProfile) -> list[list[Variant]]:
@@ -195,6 +195,17 @@ def common_knobs(profile: machine.MachineProfile) -> list[list[Variant]]:
     if tunes:
         knobs.append([Variant(tune=t) for t in tunes])
     return knobs
+
+
+def thread_knobs(source: str, profile: machine.MachineProfile) -> list[list[Variant]]:
+    """The OpenMP schedule, then the team, where the code has parallel loops and no
+    reduction (whose order of combining partial results would change with either):
+    ``machine.schedule_candidates`` and ``machine.team_candidates``."""
+    if "#pragma omp parallel" not in source or "reduction(" in source:
+        return []
+    knobs = [[Variant(chunk=c) for c in machine.schedule_candidates(profile)],
+             [Variant(threads=t) for t in machine.team_candidates(profile)]]
+    return [knob for knob in knobs if knob]
 
 
 #: the loop lower/collapse_rows.py makes, as codegen/c.py prints it

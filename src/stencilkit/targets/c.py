@@ -4,6 +4,7 @@ dtype, the status as a local ``int`` the function returns."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,9 +23,32 @@ _TEAM = " num_threads(sk_team_size())"
 SERIAL_COPY_NODES = 2000
 
 
+#: the width of a short vector: AVX2's, the natural width of the CPUs GCC tunes for (the
+#: reference machine's ``short_vector_bytes``; the C backend passes its machine's)
+SHORT_VECTOR_BYTES = 32
+
+
+@dataclass(frozen=True)
+class CKnobs:
+    """What the C platform's output depends on beyond the kernel: the machine's short vector
+    (``build.machine.MachineProfile.short_vector_bytes``) and the OpenMP team and schedule
+    of the variant being built (``build.tuning.Variant``). The defaults are the reference
+    machine's and OpenMP's: the whole team, ``schedule(static)``."""
+
+    short_vector_bytes: int = SHORT_VECTOR_BYTES
+    #: at most this many threads per parallel loop or region (None: the whole team)
+    team_threads: int | None = None
+    #: ``schedule(static, chunk)``: iterations dealt round-robin in chunks of this many
+    #: (None: one contiguous block per thread)
+    schedule_chunk: int | None = None
+
+
 class CPlatform(Platform):
     name = "c"
     streaming_stores = True
+
+    def __init__(self, knobs: CKnobs = CKnobs()) -> None:
+        self.knobs = knobs
 
     # ------------------------------------------------------------ threads
 
@@ -35,7 +59,7 @@ class CPlatform(Platform):
         # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
         # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
         # on small work, so its row loops get short vectors (SmallWorkCPlatform).
-        serial = SmallWorkCPlatform(par.only_if).stmts(
+        serial = SmallWorkCPlatform(par.only_if, self.knobs).stmts(
             (dataclasses.replace(s, parallel=None),), kf)
         if sum(1 for st in serial for _ in walk(st)) > SERIAL_COPY_NODES:
             return super().stmt(s, kf)  # compiled once, with the if clause
@@ -46,18 +70,41 @@ class CPlatform(Platform):
         par = loop.parallel
         assert par is not None
         parts: list[str | k.Expr] = ["omp for" if par.shared else "omp parallel for",
-                                     f" schedule({par.schedule})"]
+                                     f" schedule({self._schedule(par)})"]
         for r in par.reductions:
             parts += [f" reduction({r.op}: ", k.Sym(r.buffer.base, dtype=r.buffer.element_type),
                       f"[:{r.size}])"]
         if par.only_if is not None:
             parts += [" if(", par.only_if, ")"]
         if not par.shared:
-            parts.append(_TEAM)
+            parts.append(self._team(has_reductions=bool(par.reductions)))
         return (k.Pragma(tuple(parts)), dataclasses.replace(loop, parallel=None, vectorize=False))
 
     def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
-        return (k.Pragma(("omp parallel", _TEAM)), k.Block(region.body, loc=region.loc))
+        # its loops are lowered already: a reduction is a clause of their pragmas
+        reduces = any(isinstance(n, k.Pragma) and any(
+            isinstance(p, str) and p.startswith(" reduction(") for p in n.parts)
+            for st in region.body for n in walk(st))
+        return (k.Pragma(("omp parallel", self._team(has_reductions=reduces))),
+                k.Block(region.body, loc=region.loc))
+
+    # The knobs never apply where they would change results: a reduction's partial sums
+    # are combined per thread, so another team size, or another dealing of iterations,
+    # would add them in another order. Elsewhere every iteration computes the same values
+    # whichever thread runs it (bit-identical, tests/test_tuning_knobs.py).
+
+    def _schedule(self, par: k.Parallel) -> str:
+        chunk = self.knobs.schedule_chunk
+        if chunk is None or par.reductions or par.schedule != "static":
+            return par.schedule
+        return f"static, {chunk}"
+
+    def _team(self, *, has_reductions: bool) -> str:
+        cap = self.knobs.team_threads
+        if cap is None or has_reductions:
+            return _TEAM
+        # fewer threads, never more than the team (sk.set_num_threads, OMP_NUM_THREADS)
+        return f" num_threads(sk_team_size() < {cap} ? sk_team_size() : {cap})"
 
     def vector_loop(self, loop: k.Loop) -> tuple[k.Stmt, ...]:
         # the arrays are restrict-qualified, but GCC still versions loops whose stores may
@@ -196,7 +243,8 @@ class SmallWorkCPlatform(CPlatform):
     ``below``: the serial copy runs where this condition does not hold. A streamed row whose
     condition implies it never streams here and is compiled as the plain loop only."""
 
-    def __init__(self, below: k.Expr) -> None:
+    def __init__(self, below: k.Expr, knobs: CKnobs = CKnobs()) -> None:
+        super().__init__(knobs)
         self.below = below
 
     def streamed_row(self, s: k.StreamedRow, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
@@ -205,23 +253,21 @@ class SmallWorkCPlatform(CPlatform):
         return super().streamed_row(s, kf)
 
     def vector_loop(self, loop: k.Loop) -> tuple[k.Stmt, ...]:
-        lanes = short_vector_lanes(loop)
+        lanes = short_vector_lanes(loop, self.knobs.short_vector_bytes)
         if lanes is None:
             return super().vector_loop(loop)
         return (k.Pragma((f"omp simd simdlen({lanes})",)),
                 dataclasses.replace(loop, vectorize=False))
 
 
-#: the width of a short vector: AVX2's, the natural width of the CPUs GCC tunes for
-SHORT_VECTOR_BYTES = 32
 # statements an omp simd row loop may contain: no OpenMP construct (a Pragma: atomics, the
 # error channel), no nested loop, no call statement, no local array
 _SIMD_STATEMENTS = (k.Declare, k.SetSym, k.Store, k.Branch, k.Block)
 
 
-def short_vector_lanes(loop: k.Loop) -> int | None:
-    """``simdlen`` for ``loop`` (an already lowered vectorizable loop) with
-    ``SHORT_VECTOR_BYTES`` vectors, or None where ``omp simd`` could change its meaning.
+def short_vector_lanes(loop: k.Loop, vector_bytes: int = SHORT_VECTOR_BYTES) -> int | None:
+    """``simdlen`` for ``loop`` (an already lowered vectorizable loop) with ``vector_bytes``
+    vectors, or None where ``omp simd`` could change its meaning.
 
     ``omp simd`` asserts what ``GCC ivdep`` asserts about memory, and more about scalars:
     a scalar assigned in the loop but declared outside it would be a reduction, which needs
@@ -249,7 +295,7 @@ def short_vector_lanes(loop: k.Loop) -> int | None:
                 widest = max(widest, t.itemsize)
     if widest == 0:
         return None
-    return max(1, SHORT_VECTOR_BYTES // widest)
+    return max(1, vector_bytes // widest)
 
 
 def _implies(a: k.Expr, b: k.Expr) -> bool:

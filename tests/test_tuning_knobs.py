@@ -1,0 +1,141 @@
+"""Issue 30, the knobs added after the first tuner (tests/test_tuning.py has the mechanism):
+the OpenMP schedule and team as measured candidates (bit-identical, never applied to a
+reduction) and the short vector from the machine profile."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+import stencilkit as sk
+from stencilkit.build import machine, tuning
+from stencilkit.build.tuning import DEFAULT, Variant
+from stencilkit.codegen import c as cgen
+from stencilkit.lower import parloop as lpl
+from stencilkit.registry import c_autotune
+from stencilkit.targets.c import CKnobs, CPlatform
+
+from .test_tuning import (
+    _hdiff_fields,
+    _point_result,
+    _tridiag_fields,
+    hdiff,
+    jacobi2d,
+    lap3d,
+    tridiag,
+)
+
+pytestmark = pytest.mark.skipif(sk.registry.REGISTRY["c"].probe() is not None,
+                                reason="no working C compiler")
+
+F64 = np.dtype(np.float64)
+_CHUNKED, _FEWER = Variant(chunk=machine.SCHEDULE_CHUNK), Variant(threads=1)
+_THREAD_VARIANTS = (_CHUNKED, _FEWER, Variant(chunk=3, threads=1))
+
+
+def _profile(**changes) -> machine.MachineProfile:
+    return dataclasses.replace(machine.REFERENCE, **changes)
+
+
+# ---------------------------------------------------------------- the OpenMP knobs
+
+
+@pytest.mark.parametrize("func, shape", [(lap3d, (9, 11, 453)), (jacobi2d, (41, 1001))])
+def test_every_schedule_and_team_is_bit_identical_on_point_kernels(func, shape):
+    a = np.random.default_rng(11).standard_normal(shape)
+    with sk.configure(autotune="off"):
+        expected = _point_result(func, a, DEFAULT)
+        for v in _THREAD_VARIANTS:
+            assert np.array_equal(_point_result(func, a, v), expected), v
+
+
+@pytest.mark.parametrize("definition, fields, run", [
+    (hdiff, _hdiff_fields,
+     lambda st, f: st(*f, origin=(2, 2, 0), domain=(f[0].shape[0] - 4, f[0].shape[1] - 4,
+                                                    f[0].shape[2]))),
+    (tridiag, _tridiag_fields, lambda st, f: st(*f)),
+])
+def test_every_schedule_and_team_is_bit_identical_on_computations(definition, fields, run):
+    results = []
+    for v in (DEFAULT, *_THREAD_VARIANTS):
+        f = fields(np.random.default_rng(5))
+        with tuning.building(v):
+            run(sk.stencil(definition, backend="c"), f)
+        results.append(f[-1])
+    for v, out in zip(_THREAD_VARIANTS, results[1:]):
+        assert np.array_equal(out, results[0]), v
+
+
+def test_the_variant_writes_its_schedule_and_team_into_the_pragmas():
+    a = np.ones((40, 300))
+    with tuning.building(DEFAULT):
+        plain = sk.stencil(backend="c")(jacobi2d).generate(a)
+    with tuning.building(Variant(chunk=16, threads=3)):
+        tuned = sk.stencil(backend="c")(jacobi2d).generate(a)
+    assert "schedule(static, " not in plain and "sk_team_size() < " not in plain
+    pragmas = re.findall(r"#pragma omp parallel for[^\n]*", tuned)
+    assert pragmas and all("schedule(static, 16)" in p for p in pragmas)
+    assert all("num_threads(sk_team_size() < 3 ? sk_team_size() : 3)" in p for p in pragmas)
+
+
+def _parloop_source(with_reduction: bool, knobs: CKnobs) -> str:
+    specs = [lpl.ArgSpec("direct", "WRITE", F64, 1, (1,)),
+             lpl.ArgSpec("indirect", "READ", F64, 2, (3, 2), arity=3)]
+    if with_reduction:
+        specs.append(lpl.ArgSpec("global", "INC", F64, 1, (1,)))
+    kf = lpl.LoopLowering("sk_parloop_t", "t", "sk_t_kernel", tuple(specs), True,
+                          True).lower()
+    return cgen.kernel_source(CPlatform(knobs).lower(kf))[0]
+
+
+def test_a_reduction_keeps_the_whole_team_and_static_blocks():
+    """Another team, or another dealing of iterations, would combine the partial sums in
+    another order."""
+    knobs = CKnobs(team_threads=1, schedule_chunk=16)
+    reducing = _parloop_source(True, knobs)
+    assert "reduction(+" in reducing
+    assert "schedule(static, 16)" not in reducing and "sk_team_size() < 1" not in reducing
+    plain = _parloop_source(False, knobs)
+    assert "schedule(static, 16)" in plain and "sk_team_size() < 1" in plain
+
+
+def test_the_thread_knobs_are_offered_where_they_apply():
+    assert machine.team_candidates(_profile(cpus=8)) == (4,)
+    assert machine.team_candidates(_profile(cpus=2)) == (1,)
+    assert machine.team_candidates(_profile(cpus=1)) == ()
+    assert machine.schedule_candidates(_profile(cpus=2)) == (machine.SCHEDULE_CHUNK,)
+    assert machine.schedule_candidates(_profile(cpus=1)) == ()
+    parallel = "    #pragma omp parallel for schedule(static) num_threads(sk_team_size())\n"
+    assert c_autotune.thread_knobs(parallel, _profile(cpus=4)) == [
+        [Variant(chunk=machine.SCHEDULE_CHUNK)], [Variant(threads=2)]]
+    assert c_autotune.thread_knobs(parallel, _profile(cpus=1)) == []
+    assert c_autotune.thread_knobs(parallel.replace(")\n", ") reduction(+: s[:1])\n"),
+                                   _profile(cpus=4)) == []
+    assert c_autotune.thread_knobs("int f(void) { return 0; }", _profile(cpus=4)) == []
+
+
+def test_the_thread_knobs_round_trip_as_wisdom():
+    v = Variant(streaming=False, threads=1, chunk=16)
+    assert Variant.from_json(v.to_json()) == v and v.key != DEFAULT.key
+    assert v.flags == ()  # the knobs are in the code, not in the compiler's flags
+    for bad in ({"threads": "2"}, {"chunk": 1.5}):
+        with pytest.raises(ValueError):
+            Variant.from_json(bad)
+
+
+# ---------------------------------------------------------------- the short vector
+
+
+def test_the_short_vector_comes_from_the_machine():
+    a = np.ones((40, 300))
+
+    def lanes(profile):
+        with machine.assumed(profile):
+            source = sk.stencil(backend="c")(jacobi2d).generate(a)
+        return set(re.findall(r"simdlen\((\d+)\)", source))
+
+    assert lanes(machine.REFERENCE) == {"4"}  # 32 bytes: what the goldens hold
+    assert lanes(_profile(isa=("sse2", "sse4.2"))) == {"2"}  # 16-byte vectors only
