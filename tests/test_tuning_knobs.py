@@ -1,10 +1,12 @@
 """Issue 30, the knobs added after the first tuner (tests/test_tuning.py has the mechanism):
 the OpenMP schedule and team as measured candidates (bit-identical, never applied to a
-reduction) and the short vector from the machine profile."""
+reduction), the short vector from the machine profile, and the per-stencil ``autotune=``
+option (validated, not part of the front key, and deciding what a call measures)."""
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 
 import numpy as np
@@ -22,9 +24,11 @@ from .test_tuning import (
     _hdiff_fields,
     _point_result,
     _tridiag_fields,
+    _wisdom_files,
     hdiff,
     jacobi2d,
     lap3d,
+    small_tuning,  # noqa: F401 (a fixture)
     tridiag,
 )
 
@@ -139,3 +143,75 @@ def test_the_short_vector_comes_from_the_machine():
 
     assert lanes(machine.REFERENCE) == {"4"}  # 32 bytes: what the goldens hold
     assert lanes(_profile(isa=("sse2", "sse4.2"))) == {"2"}  # 16-byte vectors only
+
+
+# ---------------------------------------------------------------- autotune= per stencil
+
+
+def test_a_bad_autotune_option_names_the_stencil_and_its_line():
+    for bad in ("sometimes", True, 1):
+        with pytest.raises(sk.StencilError) as info:
+            sk.stencil(jacobi2d, autotune=bad)
+        text = str(info.value)
+        assert f"autotune={bad!r}" in text and "'jacobi2d'" in text, text
+        assert "test_tuning.py:" in text and "'measure'" in text, text
+    with pytest.raises(sk.StencilError, match="'hdiff'.*autotune='never'"):
+        sk.stencil(hdiff, autotune="never")
+
+
+def test_the_option_is_kept_shown_and_pickled():
+    st = sk.stencil(jacobi2d, autotune="measure")
+    comp = sk.stencil(hdiff, backend="c", autotune="off")
+    assert st.autotune == "measure" and comp.autotune == "off"
+    assert "autotune" in repr(st) and "autotune" in repr(comp)
+    assert sk.stencil(jacobi2d).autotune is None  # sk.configure's, read at each call
+    assert pickle.loads(pickle.dumps(st)).autotune == "measure"
+    assert pickle.loads(pickle.dumps(comp)).autotune == "off"
+
+
+def test_the_option_decides_what_a_call_measures(small_tuning, tmp_path):  # noqa: F811
+    a = np.random.default_rng(1).standard_normal((40, 300))
+    expected = sk.stencil(backend="numpy")(jacobi2d)(a)
+    # configured "on", the stencil's "off": nothing measured
+    assert np.array_equal(sk.stencil(backend="c", autotune="off")(jacobi2d)(a), expected)
+    assert _wisdom_files(tmp_path) == []
+    # configured "off", the stencil's "on": measured and stored
+    sk.configure(autotune="off")
+    assert np.array_equal(sk.stencil(backend="c", autotune="on")(jacobi2d)(a), expected)
+    (wisdom,) = _wisdom_files(tmp_path)
+    stored = wisdom.stat().st_mtime_ns
+    # "on" again: the stored choice; "measure": measured again (the record rewritten)
+    sk.stencil(backend="c", autotune="on")(jacobi2d)(a)
+    assert wisdom.stat().st_mtime_ns == stored
+    sk.stencil(backend="c", autotune="measure")(jacobi2d)(a)
+    assert wisdom.stat().st_mtime_ns != stored
+    # a computation's option likewise
+    x = np.random.default_rng(4).standard_normal((8, 9, 10))
+    sk.stencil(hdiff, backend="c", autotune="on")(x, np.ones_like(x), np.zeros_like(x),
+                                                  origin=(2, 2, 0), domain=(4, 5, 10))
+    assert len(_wisdom_files(tmp_path)) == 2
+
+
+def test_the_option_does_not_change_the_code_or_its_key(tmp_path):
+    """The front key (and so every build) is the same whatever the option says: a stencil
+    differing only in autotune= reuses the other's build."""
+    from stencilkit.compile import driver
+
+    sk.configure(cache_dir=tmp_path, autotune="off")
+    a = np.ones((6, 7))
+    keys = []
+    real = driver.run
+
+    def recording(request):
+        from stencilkit.compile.keys import front_key
+
+        keys.append(front_key(request))
+        return real(request)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(driver, "run", recording)
+        for option in (None, "off", "on", "measure"):
+            st = sk.stencil(backend="c", autotune=option)(jacobi2d)
+            st(a)
+            assert st.generate(a) == sk.stencil(backend="c")(jacobi2d).generate(a)
+    assert len(keys) == 4 and len(set(keys)) == 1

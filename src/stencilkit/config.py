@@ -132,6 +132,22 @@ def checked_fast_math(value: object, stencil: str | None = None, loc: object = N
     return value
 
 
+def checked_autotune(value: object, stencil: str | None = None, loc: object = None
+                     ) -> str | None:
+    """``autotune=`` as given to a stencil: an ``Autotune`` value, or None (the configured
+    ``autotune``, read at each call), or a StencilError naming the stencil and where it is
+    defined."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in {a.value for a in Autotune}:
+        raise StencilError(f"autotune={value!r} is not a tuning mode", stencil=stencil,
+                           loc=loc,  # type: ignore[arg-type]
+                           hint="pass autotune='off' (the machine's defaults), 'on' "
+                                "(measured once per machine, then remembered) or 'measure' "
+                                "(measured again now), or leave it out for sk.configure's")
+    return Autotune(value).value
+
+
 def current() -> Config:
     """The configuration in force."""
     return _current

@@ -221,6 +221,8 @@ def reduce_point(st) -> tuple:
         options["func_or_mode"] = mode
     if st.dims is not None:
         options["dims"] = st.dims
+    if st.autotune is not None:
+        options["autotune"] = st.autotune
     return _reduced(rebuild_point, st, st._parse()[1].namespace, options)
 
 
@@ -242,6 +244,8 @@ def reduce_computation(comp) -> tuple:
     dtypes (externals that are helpers pickle by source too)."""
     options = {"backend": comp.backend, "externals": comp.externals, "dtypes": comp.dtypes,
                "fast_math": comp.fast_math}
+    if comp.autotune is not None:
+        options["autotune"] = comp.autotune
     return _reduced(rebuild_computation, comp, comp.source.namespace, options)
 
 

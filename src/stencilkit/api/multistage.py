@@ -53,7 +53,7 @@ class ComputationStencil:
     def __init__(self, func: FunctionType, *, backend: str | None = None,
                  externals: dict[str, object] | None = None,
                  dtypes: dict[str, object] | None = None,
-                 fast_math: bool | None = None) -> None:
+                 fast_math: bool | None = None, autotune: str | None = None) -> None:
         self.func = func
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
@@ -62,6 +62,9 @@ class ComputationStencil:
         code = func.__code__
         self.fast_math = config.checked_fast_math(
             fast_math, self.__name__, Location(code.co_filename, code.co_firstlineno, 1))
+        # measured choices of the C backend; None: sk.configure's, read at each call
+        self.autotune = config.checked_autotune(
+            autotune, self.__name__, Location(code.co_filename, code.co_firstlineno, 1))
         self.externals, self.dtypes = externals, dtypes
         parsed, self.source = parse_computation(func, externals, dtypes)
         self._parsed = parsed
@@ -126,7 +129,8 @@ class ComputationStencil:
         return {"fields": ", ".join(f.name for f in self.definition.fields),
                 "multistages": len(self.schedule.multistages)
                 if hasattr(self.schedule, "multistages") else None,
-                "fast_math": self.fast_math or None, "builds": len(self._builds) or None}
+                "fast_math": self.fast_math or None, "autotune": self.autotune,
+                "builds": len(self._builds) or None}
 
     def __repr__(self) -> str:
         from .show import describe
@@ -380,7 +384,7 @@ class ComputationStencil:
                               | {s.dtype for s in self.definition.scalars}))
         plan = self._plan(backend)
         return ComputationRequest(backend, plan.definition, plan.schedule, self.source, fields,
-                                  self.fast_math)
+                                  self.fast_math, autotune=self.autotune)
 
     def _build(self, backend: registry.Backend, fields: dict[str, np.ndarray] | None,
                call: tuple | None = None):

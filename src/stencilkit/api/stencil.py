@@ -43,8 +43,8 @@ from ..runtime import hostile
 from ..runtime.launch import PointCall, check_shapes
 
 _POINT_OPTIONS = {"neighborhood", "cval", "standard_indexing", "func_or_mode", "backend",
-                  "fast_math", "dims"}
-_COMPUTATION_OPTIONS = {"backend", "externals", "dtypes", "fast_math"}
+                  "fast_math", "dims", "autotune"}
+_COMPUTATION_OPTIONS = {"backend", "externals", "dtypes", "fast_math", "autotune"}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
 
 
@@ -136,7 +136,8 @@ class PointStencil:
     def __init__(self, func: FunctionType, *, neighborhood: Neighborhood | None = None,
                  cval: object = None, standard_indexing: tuple[str, ...] | list[str] = (),
                  backend: str | None = None, mode: border_modes.Mode = "constant",
-                 dims: tuple[str, ...] | None = None, fast_math: bool | None = None) -> None:
+                 dims: tuple[str, ...] | None = None, fast_math: bool | None = None,
+                 autotune: str | None = None) -> None:
         self.func = func
         self.__name__ = getattr(func, "__name__", "stencil")
         # xarray: the dimension names the kernel's axes run over (contract.md section 9)
@@ -151,6 +152,9 @@ class PointStencil:
         self.mode = mode
         # contraction allowed (docs/numerics.md); None: sk.configure's default, read now
         self.fast_math = config.checked_fast_math(fast_math, self.__name__, _location(func))
+        # measured choices of the C backend (docs/performance.md); None: sk.configure's,
+        # read at each call
+        self.autotune = config.checked_autotune(autotune, self.__name__, _location(func))
         self._neighborhood: Neighborhood | None = self.explicit_neighborhood
         self._parsed: tuple[d.PointKernel, SourceFunction] | None = None
         self._specs: dict[tuple, PointCall] = {}
@@ -165,6 +169,7 @@ class PointStencil:
     def _details(self) -> dict[str, object]:
         return {"mode": self.mode, "neighborhood": self._neighborhood, "cval": self.cval,
                 "dims": self.dims, "fast_math": self.fast_math or None,
+                "autotune": self.autotune,
                 "specializations": len(self._specs) or None}
 
     def __repr__(self) -> str:
@@ -416,7 +421,7 @@ class PointStencil:
                               for a in args),
                         okey[2] if okey is not None else True)
         request = PointRequest(chosen, typed, layout, src, out_dtype, types, self.mode,
-                               self.fast_math)
+                               self.fast_math, autotune=self.autotune)
         self._last_build = (typed, layout, out_dtype, types)
         if render:
             source = driver.render(request).source
@@ -574,7 +579,8 @@ def stencil(func_or_mode: object = _NOT_GIVEN, /, **options: object):
             if wrong:
                 raise StencilError(f"option(s) {wrong} do not apply to computations",
                                    stencil=f.__name__,
-                                   hint="use backend=, externals=, dtypes= and fast_math=")
+                                   hint="use backend=, externals=, dtypes=, fast_math= "
+                                        "and autotune=")
             comp = ComputationStencil(f, **options)  # type: ignore[arg-type]
             functools.update_wrapper(comp, f, updated=())
             return comp

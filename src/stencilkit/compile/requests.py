@@ -46,6 +46,9 @@ class PointRequest:
     types: tuple[ArgType, ...]
     mode: str | tuple[str, ...] = "constant"  # the border mode: a name, or one per axis
     fast_math: bool = False
+    #: the stencil's ``autotune=`` (None: the configured one): which variant a call runs,
+    #: not what any variant's code is, so it is in neither ``definition`` nor ``options``
+    autotune: str | None = None
 
     @property
     def name(self) -> str:
@@ -74,6 +77,7 @@ class ComputationRequest:
     src: SourceFunction
     fields: dict[str, np.ndarray] | None = None
     fast_math: bool = False
+    autotune: str | None = None  # as PointRequest's: not part of the front key
 
     @property
     def name(self) -> str:

@@ -2,7 +2,8 @@
 wisdom are ``build/tuning.py``'s).
 
 When a point kernel's signature, or a computation's layout, is first built for a call of at
-least ``tuning.MIN_WORK`` points and ``autotune`` is not "off": the stored choice for (front
+least ``tuning.MIN_WORK`` points and ``autotune`` (the stencil's option, else the configured
+one) is not "off": the stored choice for (front
 key, size class, machine, toolchain) is used if there is one ("on"); else the candidates
 are built (cached like any build) and timed on the call's own inputs, writing only
 stand-ins (a point kernel's output of the call's shape, copies of a computation's fields:
@@ -100,7 +101,12 @@ def _copy(value: object) -> object:
 
 def _wanted(request: Request, points: int) -> bool:
     return (request.backend.name == "c" and points >= tuning.MIN_WORK
-            and config().autotune in (Autotune.ON, Autotune.MEASURE))
+            and _mode(request) in (Autotune.ON, Autotune.MEASURE))
+
+
+def _mode(request: Request) -> str:
+    """The stencil's ``autotune=``, else the configured one."""
+    return getattr(request, "autotune", None) or config().autotune
 
 
 def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]],
@@ -113,7 +119,7 @@ def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]]
     profile = machine.current()
     key = cache.key("wisdom", front_key(request), str(tuning.size_class(points)),
                     profile.key, current_toolchain().identity)
-    if config().autotune == Autotune.ON:
+    if _mode(request) == Autotune.ON:
         stored = _stored(key)
         if stored is not None:
             logger.debug("%s %r [c]: stored tuning choice for %d points: %s", what,
