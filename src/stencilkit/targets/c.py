@@ -63,6 +63,9 @@ class CPlatform(Platform):
             (dataclasses.replace(s, parallel=None),), kf)
         if sum(1 for st in serial for _ in walk(st)) > SERIAL_COPY_NODES:
             return super().stmt(s, kf)  # compiled once, with the if clause
+        if len(serial) == 1 and isinstance(serial[0], k.Loop):
+            loop, fence = _fence_hoisted(serial[0])
+            serial = (loop, *fence)
         unconditional = dataclasses.replace(s, parallel=dataclasses.replace(par, only_if=None))
         return (k.Branch(par.only_if, super().stmt(unconditional, kf), serial),)
 
@@ -76,9 +79,24 @@ class CPlatform(Platform):
                       f"[:{r.size}])"]
         if par.only_if is not None:
             parts += [" if(", par.only_if, ")"]
-        if not par.shared:
-            parts.append(self._team(has_reductions=bool(par.reductions)))
-        return (k.Pragma(tuple(parts)), dataclasses.replace(loop, parallel=None, vectorize=False))
+        plain = dataclasses.replace(loop, parallel=None, vectorize=False)
+        if par.shared:
+            return (k.Pragma(tuple(parts)), plain)
+        team = self._team(has_reductions=bool(par.reductions))
+        hoisted, fence = _fence_hoisted(plain)
+        if not fence or par.reductions:
+            return (k.Pragma((*parts, team)), plain)
+        # Streaming stores need a fence before the loop's closing barrier, not after each
+        # row: a fence waits for the row's streaming stores to reach memory, and the next
+        # row's stores wait behind it (jacobi2d 4096^2, one thread: 3.6-4.4% of the call,
+        # docs/performance.md). So the team's region holds the loop without its barrier
+        # (nowait) and each thread fences once after its share, before the region's barrier.
+        region: list[str | k.Expr] = ["omp parallel"]
+        if par.only_if is not None:
+            region += [" if(", par.only_if, ")"]
+        return (k.Pragma((*region, team)), k.Block((
+            k.Pragma((f"omp for schedule({self._schedule(par)}) nowait",)), hoisted, *fence),
+            loc=loop.loc))
 
     def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
         # its loops are lowered already: a reduction is a clause of their pragmas
@@ -263,6 +281,20 @@ class SmallWorkCPlatform(CPlatform):
 # statements an omp simd row loop may contain: no OpenMP construct (a Pragma: atomics, the
 # error channel), no nested loop, no call statement, no local array
 _SIMD_STATEMENTS = (k.Declare, k.SetSym, k.Store, k.Branch, k.Block)
+
+
+def _is_fence(st: k.Stmt) -> bool:
+    return isinstance(st, k.Evaluate) and isinstance(st.value, k.CCall) and \
+        st.value.name == "sk_store_fence"
+
+
+def _fence_hoisted(loop: k.Loop) -> tuple[k.Loop, tuple[k.Stmt, ...]]:
+    """``loop`` without the store fence that ends its body, and that fence (to run once
+    after the loop: the same thread's stores need no fence between iterations, only
+    before another thread may read them); ``loop`` and () where its body ends otherwise."""
+    if not loop.body or not _is_fence(loop.body[-1]):
+        return loop, ()
+    return dataclasses.replace(loop, body=loop.body[:-1]), (loop.body[-1],)
 
 
 def short_vector_lanes(loop: k.Loop, vector_bytes: int = SHORT_VECTOR_BYTES) -> int | None:

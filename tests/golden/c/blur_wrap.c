@@ -181,51 +181,54 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
     }
     /* --- interior rows (with their border strips) --- */
     if (sk_work >= 32768) {
-        #pragma omp parallel for schedule(static) num_threads(sk_team_size())
-        for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
-            int64_t head = sk_min_int64(0, a_shape_1_);
-            int64_t tail = sk_max_int64(head, a_shape_1_);
-            int64_t a_row = i0 * a_stride_0_;
-            int64_t out_row = i0 * out_stride_0;
-            for (int64_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
-                int64_t b1 = t < head ? t : t - head + tail;
-                int64_t a_1_p0_ = b1 >= 0 && b1 < a_shape_1_ ? b1 : sk_mod_int64(b1, a_shape_1_);
-                /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                double sk_result = (a_[a_row - a_stride_0_ + a_1_p0_] + 2.0 * a_[a_row + a_1_p0_] + a_[a_row + a_stride_0_ + a_1_p0_]) * 0.25;
-                out[out_row + b1] = sk_result;
-            }
-            if (sk_work >= 2097152) {
-                int64_t sk_lines = sk_stream_first(out + out_row + 0, 0, a_shape_1_, 8);
-                int64_t sk_lines_end = sk_stream_last(sk_lines, a_shape_1_, 8);
-                for (int64_t sk_edge = 0; sk_edge < 2; ++sk_edge) {
-                    int64_t sk_lo = sk_edge == 0 ? 0 : sk_lines_end;
-                    int64_t sk_hi = sk_edge == 0 ? sk_lines : a_shape_1_;
+        #pragma omp parallel num_threads(sk_team_size())
+        {
+            #pragma omp for schedule(static) nowait
+            for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
+                int64_t head = sk_min_int64(0, a_shape_1_);
+                int64_t tail = sk_max_int64(head, a_shape_1_);
+                int64_t a_row = i0 * a_stride_0_;
+                int64_t out_row = i0 * out_stride_0;
+                for (int64_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
+                    int64_t b1 = t < head ? t : t - head + tail;
+                    int64_t a_1_p0_ = b1 >= 0 && b1 < a_shape_1_ ? b1 : sk_mod_int64(b1, a_shape_1_);
+                    /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
+                    double sk_result = (a_[a_row - a_stride_0_ + a_1_p0_] + 2.0 * a_[a_row + a_1_p0_] + a_[a_row + a_stride_0_ + a_1_p0_]) * 0.25;
+                    out[out_row + b1] = sk_result;
+                }
+                if (sk_work >= 2097152) {
+                    int64_t sk_lines = sk_stream_first(out + out_row + 0, 0, a_shape_1_, 8);
+                    int64_t sk_lines_end = sk_stream_last(sk_lines, a_shape_1_, 8);
+                    for (int64_t sk_edge = 0; sk_edge < 2; ++sk_edge) {
+                        int64_t sk_lo = sk_edge == 0 ? 0 : sk_lines_end;
+                        int64_t sk_hi = sk_edge == 0 ? sk_lines : a_shape_1_;
+                        #pragma GCC ivdep
+                        for (int64_t i1 = sk_lo; i1 < sk_hi; ++i1) {
+                            /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
+                            double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
+                            out[out_row + i1] = sk_result;
+                        }
+                    }
+                    _Alignas(64) double sk_row[448];
+                    int64_t sk_chunk = sk_lines;
+                    while (sk_chunk < sk_lines_end) {
+                        int64_t sk_chunk_end = sk_stream_chunk_end(sk_chunk, sk_lines_end, 448);
+                        #pragma GCC ivdep
+                        for (int64_t i1 = sk_chunk; i1 < sk_chunk_end; ++i1) {
+                            /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
+                            double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
+                            sk_row[i1 - sk_chunk] = sk_result;
+                        }
+                        sk_stream_copy(out + out_row + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
+                        sk_chunk = sk_chunk_end;
+                    }
+                } else {
                     #pragma GCC ivdep
-                    for (int64_t i1 = sk_lo; i1 < sk_hi; ++i1) {
+                    for (int64_t i1 = 0; i1 < a_shape_1_; ++i1) {
                         /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
                         double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
                         out[out_row + i1] = sk_result;
                     }
-                }
-                _Alignas(64) double sk_row[448];
-                int64_t sk_chunk = sk_lines;
-                while (sk_chunk < sk_lines_end) {
-                    int64_t sk_chunk_end = sk_stream_chunk_end(sk_chunk, sk_lines_end, 448);
-                    #pragma GCC ivdep
-                    for (int64_t i1 = sk_chunk; i1 < sk_chunk_end; ++i1) {
-                        /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                        double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
-                        sk_row[i1 - sk_chunk] = sk_result;
-                    }
-                    sk_stream_copy(out + out_row + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
-                    sk_chunk = sk_chunk_end;
-                }
-            } else {
-                #pragma GCC ivdep
-                for (int64_t i1 = 0; i1 < a_shape_1_; ++i1) {
-                    /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
-                    double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
-                    out[out_row + i1] = sk_result;
                 }
             }
             sk_store_fence();
@@ -249,8 +252,8 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
                 double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
                 out[out_row + i1] = sk_result;
             }
-            sk_store_fence();
         }
+        sk_store_fence();
     }
     return sk_error;
 }

@@ -210,43 +210,46 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
     }
     /* --- interior --- */
     if (sk_work >= 32768) {
-        #pragma omp parallel for schedule(static) num_threads(sk_team_size())
-        for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
-            for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
-                int64_t a_row = i0 * a_stride_0_ + i1 * a_stride_1_;
-                int64_t out_row = i0 * out_stride_0 + i1 * out_stride_1;
-                if (sk_work >= 2097152) {
-                    int64_t sk_lines = sk_stream_first(out + out_row + 1, 1, a_shape_2_ - 1, 8);
-                    int64_t sk_lines_end = sk_stream_last(sk_lines, a_shape_2_ - 1, 8);
-                    for (int64_t sk_edge = 0; sk_edge < 2; ++sk_edge) {
-                        int64_t sk_lo = sk_edge == 0 ? 1 : sk_lines_end;
-                        int64_t sk_hi = sk_edge == 0 ? sk_lines : a_shape_2_ - 1;
+        #pragma omp parallel num_threads(sk_team_size())
+        {
+            #pragma omp for schedule(static) nowait
+            for (int64_t i0 = 1; i0 < a_shape_0_ - 1; ++i0) {
+                for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
+                    int64_t a_row = i0 * a_stride_0_ + i1 * a_stride_1_;
+                    int64_t out_row = i0 * out_stride_0 + i1 * out_stride_1;
+                    if (sk_work >= 2097152) {
+                        int64_t sk_lines = sk_stream_first(out + out_row + 1, 1, a_shape_2_ - 1, 8);
+                        int64_t sk_lines_end = sk_stream_last(sk_lines, a_shape_2_ - 1, 8);
+                        for (int64_t sk_edge = 0; sk_edge < 2; ++sk_edge) {
+                            int64_t sk_lo = sk_edge == 0 ? 1 : sk_lines_end;
+                            int64_t sk_hi = sk_edge == 0 ? sk_lines : a_shape_2_ - 1;
+                            #pragma GCC ivdep
+                            for (int64_t i2 = sk_lo; i2 < sk_hi; ++i2) {
+                                /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
+                                double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
+                                out[out_row + i2] = sk_result;
+                            }
+                        }
+                        _Alignas(64) double sk_row[448];
+                        int64_t sk_chunk = sk_lines;
+                        while (sk_chunk < sk_lines_end) {
+                            int64_t sk_chunk_end = sk_stream_chunk_end(sk_chunk, sk_lines_end, 448);
+                            #pragma GCC ivdep
+                            for (int64_t i2 = sk_chunk; i2 < sk_chunk_end; ++i2) {
+                                /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
+                                double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
+                                sk_row[i2 - sk_chunk] = sk_result;
+                            }
+                            sk_stream_copy(out + out_row + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
+                            sk_chunk = sk_chunk_end;
+                        }
+                    } else {
                         #pragma GCC ivdep
-                        for (int64_t i2 = sk_lo; i2 < sk_hi; ++i2) {
+                        for (int64_t i2 = 1; i2 < a_shape_2_ - 1; ++i2) {
                             /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
                             double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
                             out[out_row + i2] = sk_result;
                         }
-                    }
-                    _Alignas(64) double sk_row[448];
-                    int64_t sk_chunk = sk_lines;
-                    while (sk_chunk < sk_lines_end) {
-                        int64_t sk_chunk_end = sk_stream_chunk_end(sk_chunk, sk_lines_end, 448);
-                        #pragma GCC ivdep
-                        for (int64_t i2 = sk_chunk; i2 < sk_chunk_end; ++i2) {
-                            /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-                            double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
-                            sk_row[i2 - sk_chunk] = sk_result;
-                        }
-                        sk_stream_copy(out + out_row + sk_chunk, sk_row, (sk_chunk_end - sk_chunk) * 8);
-                        sk_chunk = sk_chunk_end;
-                    }
-                } else {
-                    #pragma GCC ivdep
-                    for (int64_t i2 = 1; i2 < a_shape_2_ - 1; ++i2) {
-                        /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-                        double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
-                        out[out_row + i2] = sk_result;
                     }
                 }
             }
@@ -264,8 +267,8 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                     out[out_row + i2] = sk_result;
                 }
             }
-            sk_store_fence();
         }
+        sk_store_fence();
     }
     return sk_error;
 }
