@@ -1,7 +1,8 @@
 """Issue 30, the knobs added after the first tuner (tests/test_tuning.py has the mechanism):
 the OpenMP schedule and team as measured candidates (bit-identical, never applied to a
-reduction), the short vector from the machine profile, and the per-stencil ``autotune=``
-option (validated, not part of the front key, and deciding what a call measures)."""
+reduction), the short vector from the machine profile, the per-stencil ``autotune=``
+option (validated, not part of the front key, and deciding what a call measures), and the
+streaming stores' fence once per thread."""
 
 from __future__ import annotations
 

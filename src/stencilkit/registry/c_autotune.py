@@ -175,7 +175,8 @@ def point_knobs(request: PointRequest, source: str, points: int,
                 profile: machine.MachineProfile) -> list[list[Variant]]:
     """The knobs to try for a point kernel's call of ``points`` points, one list of
     alternatives per knob (each names only its own knob): streaming or plain stores where
-    the kernel has streamed rows, then the common knobs (``common_knobs``)."""
+    the kernel has streamed rows, then the common knobs (``common_knobs``) and the
+    OpenMP ones (``thread_knobs``)."""
     knobs: list[list[Variant]] = []
     if has_streamed_rows(source):
         out_bytes = points * np.dtype(request.out_dtype).itemsize
@@ -186,7 +187,7 @@ def point_knobs(request: PointRequest, source: str, points: int,
 
 def computation_knobs(source: str, profile: machine.MachineProfile) -> list[list[Variant]]:
     """A computation's knobs: its J/K rows collapsed into one loop or not (where the code
-    has the collapsed loop), then the common knobs."""
+    has the collapsed loop), then the common and the OpenMP knobs."""
     knobs = [[Variant(collapse=False)]] if _COLLAPSED.search(source) else []
     return knobs + common_knobs(profile) + thread_knobs(source, profile)
 
