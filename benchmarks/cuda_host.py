@@ -8,8 +8,9 @@ themselves; on a GPU each launch adds CuPy's and the driver's own cost (a bare
 ``RawKernel`` launch: 14-17 µs per call in issue 27's H200 run, its synchronization
 included) and each transfer or allocation counted here adds its own. Next to the timings it
 counts, per call, what the stand-in was asked to do: launches, allocations (``zeros``/
-``empty``, a status word or scratch array) and host<->device copies (``asarray``/
-``asnumpy``: a status word read is one).
+``empty``/pinned memory, a status word or scratch array), host<->device copies
+(``asarray``/``asnumpy``: a status word read through the device is one), and the event
+records, queries (``done``) and waits of the status word's event.
 
 Cases: lap3d 16³ called with ``out=`` (a point kernel), hdiff 16×16×8 (a computation),
 an INC ParLoop of 512 triangles onto 300 nodes (race="atomic"), all on device arrays;
@@ -48,11 +49,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 class DeviceArray(np.ndarray):
     """Host memory that says it is on a GPU (what CuPy's arrays are to the backend), with
-    CuPy's ``data.ptr`` (a device pointer read without building the interface's dict)."""
+    CuPy's ``data.ptr`` (a device pointer read without building the interface's dict; kept
+    per array, as CuPy keeps its ``MemoryPointer``, so that reading it costs what CuPy's
+    attribute read does, not the stand-in's ``ctypes``)."""
 
     @property
     def data(self) -> types.SimpleNamespace:  # type: ignore[override]
-        return types.SimpleNamespace(ptr=self.ctypes.data)
+        memory = self.__dict__.get("_memory")
+        if memory is None:
+            memory = self.__dict__["_memory"] = types.SimpleNamespace(ptr=self.ctypes.data)
+        return memory
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -60,7 +66,9 @@ class DeviceArray(np.ndarray):
                 "data": (self.ctypes.data, False), "version": 3}
 
 
-COUNTS = {"launches": 0, "allocations": 0, "copies": 0}
+COUNTS = {"launches": 0, "allocations": 0, "copies": 0, "event records": 0,
+          "event queries": 0, "event waits": 0}
+KINDS = tuple(COUNTS)
 
 
 def _count(what: str, fn):
@@ -70,8 +78,49 @@ def _count(what: str, fn):
     return counted
 
 
+class Event:
+    """CuPy's event: a record, a query (``done``: the launches return at once, so it is
+    complete) and a wait, counted."""
+
+    def __init__(self, block: bool = False, disable_timing: bool = False) -> None:
+        pass
+
+    def record(self, stream=None) -> None:
+        COUNTS["event records"] += 1
+
+    @property
+    def done(self) -> bool:
+        COUNTS["event queries"] += 1
+        return True
+
+    def synchronize(self) -> None:
+        COUNTS["event waits"] += 1
+
+
+class Stream:
+    """CuPy's current stream, never capturing."""
+
+    def is_capturing(self) -> bool:
+        return False
+
+    def synchronize(self) -> None:
+        pass
+
+
+def _pinned(size: int) -> bytearray:
+    """Pinned host memory: a buffer with its address as ``ptr``."""
+
+    class Pinned(bytearray):
+        ptr = 0
+
+    memory = Pinned(size)
+    memory.ptr = np.frombuffer(memory, np.uint8).ctypes.data
+    return memory
+
+
 def stand_in() -> types.ModuleType:
     """A CuPy whose arrays are ``DeviceArray``s and which counts what it is asked to do."""
+    stream = Stream()
     fake = types.ModuleType("cupy")
     fake.__dict__.update(
         ndarray=DeviceArray,
@@ -83,8 +132,10 @@ def stand_in() -> types.ModuleType:
         empty=_count("allocations", lambda shape, dtype=float: np.empty(shape, dtype)
                      .view(DeviceArray)),
         int32=np.int32,
-        cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(
-            compute_capability="90")),
+        cuda=types.SimpleNamespace(
+            Device=lambda: types.SimpleNamespace(compute_capability="90"),
+            Event=Event, get_current_stream=lambda: stream,
+            alloc_pinned_memory=_count("allocations", _pinned)),
     )
     return fake
 
@@ -218,15 +269,14 @@ def main() -> None:
     print(f"µs per call (median of {args.batches} batches of {args.calls}); "
           f"before: {args.before}, after: {head} (+ working tree)\n")
     print("| case | before: cuda | after: cuda | c | per call after (before): launches, "
-          "allocations, copies |")
+          "allocations, copies, event records, queries, waits |")
     print("|---|---:|---:|---:|---|")
     for key in after:
         backend, name = key.split("|")
         if backend != "cuda":
             continue
         b, a, c = before[key], after[key], after[f"c|{name}"]
-        counts = ", ".join(f"{a['counts'][k]:g} ({b['counts'][k]:g})"
-                           for k in ("launches", "allocations", "copies"))
+        counts = ", ".join(f"{a['counts'][k]:g} ({b['counts'][k]:g})" for k in KINDS)
         print(f"| {name} | {b['us']:.1f} | {a['us']:.1f} | {c['us']:.1f} | {counts} |")
 
 

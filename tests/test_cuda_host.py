@@ -45,11 +45,11 @@ class FakeStream:
 
 @pytest.fixture
 def counted(monkeypatch):
-    """The emulator's CuPy with its allocations and host<->device copies counted, and a
-    current stream."""
-    from .cuda_emulator import install
+    """The emulator's CuPy with its allocations, host<->device copies and event calls
+    ("record", "query", "synchronize") counted, and a current stream."""
+    from . import cuda_emulator
 
-    install(monkeypatch)
+    cuda_emulator.install(monkeypatch)
     fake = rt._cupy()
     counts: collections.Counter = collections.Counter()
     def counting(name, original):
@@ -60,9 +60,12 @@ def counted(monkeypatch):
 
     for name in ("asarray", "asnumpy", "zeros", "empty"):
         monkeypatch.setattr(fake, name, counting(name, getattr(fake, name)))
+    monkeypatch.setattr(cuda_emulator, "EVENT_CALLS", counts)
     stream = FakeStream()
-    monkeypatch.setattr(fake, "cuda", types.SimpleNamespace(**vars(fake.cuda),
-                                                            get_current_stream=lambda: stream))
+    cuda = {**vars(fake.cuda), "get_current_stream": lambda: stream,
+            "alloc_pinned_memory": counting("alloc_pinned_memory",
+                                            fake.cuda.alloc_pinned_memory)}
+    monkeypatch.setattr(fake, "cuda", types.SimpleNamespace(**cuda))
     yield types.SimpleNamespace(counts=counts, stream=stream)
     rt._PENDING.clear()  # nothing of this test's leaks into the next
     rt._CAPTURED.clear()
@@ -99,9 +102,10 @@ def test_a_second_call_binds_nothing_and_allocates_nothing(counted, monkeypatch)
     inner = (slice(1, -1),) * 3
     np.testing.assert_array_equal(np.asarray(out)[inner],
                                   sk.stencil(K.lap3d, backend="numpy")(2.0 * host)[inner])
-    # the earlier call's status word read (the next call of a stencil raises its error);
-    # nothing allocated, nothing copied
-    assert counted.counts == {"asnumpy": 1}
+    # the earlier call's status word read (the next call of a stencil raises its error):
+    # its event queried (found complete: no wait) and the pinned word loaded, no copy;
+    # this call's event recorded; nothing allocated, nothing copied
+    assert counted.counts == {"query": 1, "record": 1}
 
 
 @needs_gxx
@@ -181,6 +185,39 @@ def test_an_error_is_raised_once_and_its_word_reused(counted):
 
 
 @needs_gxx
+def test_the_status_word_is_loaded_after_the_entrys_event_only(counted, monkeypatch):
+    """An error a kernel stores is raised by the next call of the stencil, which waits on
+    the event its previous call recorded (not on the stream) and only when that event has
+    not completed, then loads the pinned word (no copy); and by sk.synchronize(). After
+    the error a good call runs and reports nothing."""
+    from . import cuda_emulator
+
+    monkeypatch.setattr(cuda_emulator, "EVENTS_COMPLETE", False)  # the kernels still run
+    st = sk.stencil(K.dynamic_offset, neighborhood=((-1, 2), (0, 0)), backend="cuda")
+    ref = sk.stencil(K.dynamic_offset, neighborhood=((-1, 2), (0, 0)), backend="numpy")
+    host = np.arange(24.0).reshape(6, 4)
+    a, out = _device(host), _device(np.zeros((6, 4)))
+    st(a, 1, out=out)
+    for report in ("the next call", "sk.synchronize()"):
+        st(a, 5, out=out)  # stores STATUS_OFFSET; nothing waits
+        counted.counts.clear()
+        with pytest.raises(sk.ArgumentError, match="left the declared neighborhood"):
+            if report == "the next call":
+                st(a, 1, out=out)
+            else:
+                sk.synchronize()
+        if report == "the next call":  # one query (unfinished), one wait on the event
+            assert counted.counts == {"query": 1, "synchronize": 1}, counted.counts
+            assert not counted.stream.waits
+        counted.counts.clear()
+        st(a, 1, out=out)  # the word was reset: this call runs
+        st(a, 1, out=out)  # and reports nothing at the next
+        sk.synchronize()
+        np.testing.assert_array_equal(np.asarray(out), ref(host, 1))
+        assert counted.counts["record"] == 2 and not counted.counts["asnumpy"]
+
+
+@needs_gxx
 def test_parloop_maps_and_blocks_are_copied_once(counted):
     rng = np.random.default_rng(3)
     cells, nodes = sk.Set(300), sk.Set(40)
@@ -205,8 +242,8 @@ def test_parloop_maps_and_blocks_are_copied_once(counted):
         counted.counts.clear()
         loop.compute()
         assert not counted.counts["asarray"], race  # on the device already
-        # the earlier run's status word, read once, not once per colour
-        assert counted.counts["asnumpy"] == 1, race
+        # the earlier run's status word, read once, not once per colour, with no copy
+        assert counted.counts["query"] == 1 and not counted.counts["asnumpy"], race
         expect = np.zeros(40)
         np.add.at(expect, m.values.reshape(-1), np.repeat(x, 3))
         np.testing.assert_allclose(np.asarray(acc.data), 2 * expect, rtol=1e-13)
@@ -237,7 +274,7 @@ def test_a_captured_call_waits_allocates_and_copies_nothing(counted):
     sk.synchronize()
     word = _entry(st)._status
     for _ in range(2):  # a replay that reported an error, twice
-        word[0] = 1  # STATUS_OFFSET, as a kernel of the graph would store it
+        word.host[0] = 1  # STATUS_OFFSET, as a kernel of the graph would store it
         with pytest.raises(sk.ArgumentError, match="left the declared neighborhood"):
             sk.synchronize()
 

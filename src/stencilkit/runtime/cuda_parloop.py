@@ -114,7 +114,7 @@ class CudaParLoopEntry(CudaEntry):
                     env[p.name] = nblocks
             bound = BoundPlan.build(self.plan, self.functions(), env,
                                     {p.name: i for i, p in enumerate(pointers)}, frozenset(),
-                                    self.status_word(cp),
+                                    self.status_word(cp).argument,
                                     lambda n, dtype: cp.zeros(n, dtype=dtype),
                                     cuda.launch_config)
             self._bound[(nblocks,)] = bound
