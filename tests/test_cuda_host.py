@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import registry
+from stencilkit import PARALLEL, Field, computation, interval, registry
 from stencilkit.ir.abi import RaceMode
 from stencilkit.registry import cuda as cuda_registry
 from stencilkit.runtime import cuda as rt
@@ -145,7 +145,7 @@ def test_an_input_overlapping_out_is_copied_on_every_call(counted, monkeypatch):
         b, out = _device(host), _device(np.zeros(host.shape))
         st(b, out=out)  # the same geometry, apart: nothing copied
         np.testing.assert_array_equal(np.asarray(out)[inner], ref(host)[inner])
-    assert st.__dict__["_device_calls"]  # the later calls took the settled path
+    assert st._device.calls  # the later calls took the bound path
 
 
 @needs_gxx
@@ -217,6 +217,140 @@ def test_the_status_word_is_loaded_after_the_entrys_event_only(counted, monkeypa
         assert counted.counts["record"] == 2 and not counted.counts["asnumpy"]
 
 
+def _refuse_general_paths(monkeypatch):
+    """After the first call of a signature: the general paths (the device adapter's
+    stand-ins and checks, the entry's own call) refused, so that a call that runs took the
+    bound path."""
+    from stencilkit import adapters
+    from stencilkit.adapters import device
+    from stencilkit.api.multistage import ComputationStencil
+
+    monkeypatch.setattr(adapters, "for_call", _refuse)  # the stencil dispatches first
+    monkeypatch.setattr(device, "_point_call", _refuse)
+    monkeypatch.setattr(device, "computation_fields", _refuse)
+    monkeypatch.setattr(ComputationStencil, "run_bound", _refuse)
+    monkeypatch.setattr(rt.CudaEntry, "__call__", _refuse)
+
+
+@needs_gxx
+def test_a_point_call_with_a_bound_signature_only_launches(counted, monkeypatch):
+    """The second call of a signature takes the bound path: no stand-in, no check but the
+    overlap of out with an input, the entry's launches with the new pointers; 1 event record
+    and 1 query, nothing allocated or copied. Without out=, one allocation (the result)."""
+    rng = np.random.default_rng(7)
+    st, ref = sk.stencil(K.scalar_arg, backend="cuda"), sk.stencil(K.scalar_arg,
+                                                                 backend="numpy")
+    hosts = [rng.random((5, 6)) for _ in range(3)]
+    expected = [ref(host, 0.5 * i) for i, host in enumerate(hosts)]
+    out = _device(np.zeros((5, 6)))
+    st(_device(hosts[0]), 2.0, out=out)
+    st(_device(hosts[0]), 2.0)
+    with monkeypatch.context() as m:
+        _refuse_general_paths(m)
+        for i, host in enumerate(hosts):  # new pointers and scalars, one signature
+            counted.counts.clear()
+            st(_device(host), 0.5 * i, out=out)
+            assert counted.counts == {"query": 1, "record": 1}, counted.counts
+            np.testing.assert_array_equal(np.asarray(out), expected[i])
+            counted.counts.clear()
+            got = st(_device(host), 0.5 * i)
+            assert counted.counts == {"empty": 1, "query": 1, "record": 1}, counted.counts
+            np.testing.assert_array_equal(np.asarray(got), expected[i])
+    assert len(st._device.calls) == 2
+
+
+@needs_gxx
+def test_a_point_call_with_another_signature_rebinds_or_raises_as_before(counted):
+    """A changed shape, stride or dtype is another signature: it takes the general path,
+    which binds it (the right values) or raises what a stencil never called before raises."""
+    rng = np.random.default_rng(8)
+    st = sk.stencil(K.lap3d, backend="cuda")
+    ref = sk.stencil(K.lap3d, backend="numpy")
+    host = rng.random((6, 7, 8))
+    st(_device(host), out=_device(np.zeros(host.shape)))
+    inner = (slice(1, -1),) * 3
+    for other in (rng.random((7, 7, 8)), np.asfortranarray(host),
+                  host.astype(np.float32)):
+        a = _device(other) if other.flags.c_contiguous else _device(other.T).T
+        out = _device(np.zeros(other.shape, other.dtype))
+        st(a, out=out)
+        np.testing.assert_allclose(np.asarray(out)[inner], ref(other)[inner], rtol=1e-6)
+    bad = [((_device(host), _device(np.zeros((6, 7, 9)))), "shape"),
+           ((_device(host), _device(np.zeros((6, 7)))), "shape"),
+           ((_device(host), host.copy()), "on the GPU and some on the host")]
+    for (a, out), match in bad:
+        with pytest.raises(sk.ArgumentError, match=match) as bound:
+            st(a, out=out)
+        with pytest.raises(sk.ArgumentError) as fresh:
+            sk.stencil(K.lap3d, backend="cuda")(a, out=out)
+        assert str(bound.value).split("called at")[0] == \
+            str(fresh.value).split("called at")[0]
+    sk.synchronize()
+
+
+def _shift(f: Field[float], out: Field[float], n: int):
+    with computation(PARALLEL), interval(...):
+        out = f + n  # noqa: F841 (a gtscript assignment to a field)
+
+
+@needs_gxx
+def test_a_computation_with_a_bound_signature_only_launches(counted, monkeypatch):
+    """A computation's bound path gives the general path's values, with new pointers and
+    scalars per call (a FORWARD/BACKWARD solve with a scalar, hdiff with temporaries), and
+    checks the addresses and the scalars as the general path does."""
+    rng = np.random.default_rng(9)
+    solve = sk.stencil(C.implicit_diffusion, backend="cuda")
+    hdiff = sk.stencil(C.hdiff, backend="cuda")
+    q0, inp0, coeff0 = rng.random((4, 5, 6)), rng.random((9, 10, 5)), rng.random((9, 10, 5))
+    solve(_device(q0), nu=0.1)
+    hdiff(_device(inp0), _device(np.zeros(inp0.shape)), _device(coeff0))
+    cases = []
+    for nu in (0.2, 0.3, 0.7):
+        q, inp, coeff = rng.random((4, 5, 6)), rng.random((9, 10, 5)), rng.random((9, 10, 5))
+        expect = np.full(inp.shape, -1.0)
+        sk.stencil(C.hdiff, backend="numpy")(inp, expect, coeff)
+        cases.append((nu, q, inp, coeff, expect))
+    with monkeypatch.context() as m:
+        _refuse_general_paths(m)
+        for nu, q, inp, coeff, expect in cases:
+            d_q = _device(q)
+            counted.counts.clear()
+            solve(d_q, nu=nu)
+            assert counted.counts == {"query": 1, "record": 1}, counted.counts
+            np.testing.assert_allclose(np.asarray(d_q), C.ref_implicit(q, nu), rtol=1e-12)
+            out = _device(np.full(inp.shape, -1.0))
+            hdiff(_device(inp), out, _device(coeff))
+            np.testing.assert_allclose(np.asarray(out), expect, rtol=1e-13, atol=0)
+    # what depends on the values is checked on the bound path too, with the same messages
+    for nu in (1j, "0.1"):
+        with pytest.raises(sk.ArgumentError, match="'nu'") as bound:
+            solve(_device(q0), nu=nu)
+        with pytest.raises(sk.ArgumentError) as fresh:
+            sk.stencil(C.implicit_diffusion, backend="cuda")(_device(q0), nu=nu)
+        assert str(bound.value).split("called at")[0] == \
+            str(fresh.value).split("called at")[0]
+    shift = sk.stencil(backend="cuda")(_shift)
+    f, out = _device(np.ones((3, 4, 5))), _device(np.zeros((3, 4, 5)))
+    shift(f, out, n=2)
+    for n in (2**70, -2**64):  # out of the int parameter's range: refused, not wrapped
+        with pytest.raises(sk.ArgumentError, match="'n'") as bound:
+            shift(f, out, n=n)
+        with pytest.raises(sk.ArgumentError) as fresh:
+            sk.stencil(backend="cuda")(_shift)(f, out, n=n)
+        assert str(bound.value).split("called at")[0] == \
+            str(fresh.value).split("called at")[0]
+    shift(f, out, n=3)
+    sk.synchronize()
+    np.testing.assert_array_equal(np.asarray(out), 4.0)
+    big = _device(np.zeros((18, 10, 5)))
+    with pytest.raises(sk.ArgumentError, match="'out_field' is written and shares memory"):
+        hdiff(big[:9], big[4:13], _device(coeff0))  # the bound signature, overlapping
+    raw = np.zeros(9 * 10 * 5 * 8 + 1, np.uint8)[1:].view(np.float64).reshape(9, 10, 5)
+    with pytest.raises(sk.ArgumentError, match="not aligned"):
+        hdiff(_device(inp0), raw.view(type(big)), _device(coeff0))
+    sk.synchronize()
+
+
 @needs_gxx
 def test_parloop_maps_and_blocks_are_copied_once(counted):
     rng = np.random.default_rng(3)
@@ -256,6 +390,54 @@ def test_parloop_maps_and_blocks_are_copied_once(counted):
     expect = np.zeros(40)
     np.add.at(expect, m.values.reshape(-1), np.repeat(x, 3))
     np.testing.assert_allclose(np.asarray(acc.data), expect, rtol=1e-13)
+
+
+@needs_gxx
+def test_a_parloop_run_on_the_same_device_data_only_launches(counted, monkeypatch):
+    """A ParLoop run whose Dats hold the arrays of its previous run takes the bound run: no
+    check, no binding, the resident maps and blocks; 1 event record and 1 query; the values
+    of the general path. New map values, a Dat whose array changed shape, another race
+    mode: the general path again (which raises what it raises)."""
+    from stencilkit.api import loop as loop_module
+
+    rng = np.random.default_rng(10)
+    cells, nodes = sk.Set(200), sk.Set(30)
+    m = sk.Map(cells, nodes, 3, rng.integers(0, 30, (200, 3)))
+
+    @sk.kernel
+    def spread(v, acc):
+        for i in range(3):
+            acc[i, 0] += v[0]
+
+    def expected(x, runs):
+        total = np.zeros(30)
+        np.add.at(total, m.values.reshape(-1), np.repeat(x, 3))
+        return runs * total
+
+    for race in ("atomic", "color"):
+        x = rng.random(200)
+        acc = sk.Dat(nodes, data=_device(np.zeros(30)))
+        v = sk.Dat(cells, data=_device(x))
+        loop = sk.ParLoop(spread, cells, v(sk.READ), acc(sk.INC, m), backend="cuda",
+                          race=race)
+        loop.compute()
+        with monkeypatch.context() as patched:
+            patched.setattr(loop_module, "check_objects", _refuse)
+            patched.setattr(loop_module.ParLoop, "bind", _refuse)
+            for _ in range(2):
+                counted.counts.clear()
+                loop.compute()
+                assert counted.counts == {"query": 1, "record": 1}, (race, counted.counts)
+        sk.synchronize()
+        np.testing.assert_allclose(np.asarray(acc.data), expected(x, 3), rtol=1e-13)
+        m.values = rng.integers(0, 30, (200, 3))  # a new version: bound again, the new map
+        acc.data[...] = 0.0
+        loop.compute()
+        np.testing.assert_allclose(np.asarray(acc.data), expected(x, 1), rtol=1e-13)
+    acc._data.shape = (3, 10)  # the same array, another shape: checked again
+    with pytest.raises(sk.ArgumentError, match="now holds shape"):
+        loop.compute()
+    sk.synchronize()
 
 
 @needs_gxx

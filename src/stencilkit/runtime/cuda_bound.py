@@ -116,6 +116,21 @@ class BoundPlan:
                                      tuple(template), tuple(pointers), tuple(scalars)))
         return BoundPlan(tuple(bound), tuple(scratch))
 
+    def settled(self, values: Sequence[object], positions: frozenset[int]) -> BoundPlan:
+        """This plan with the free scalars taken from ``positions`` fixed to their values
+        in ``values``: for a caller whose own signature fixes them (a computation's origins,
+        a point kernel's border fill), so that its calls convert only the others."""
+        launches = []
+        for b in self.launches:
+            template = list(b.template)
+            for slot, i, t in b.scalars:
+                if i in positions:
+                    template[slot] = t(values[i])
+            launches.append(BoundLaunch(b.function, b.grid, b.block, tuple(template),
+                                        b.pointers, tuple(x for x in b.scalars
+                                                          if x[1] not in positions)))
+        return BoundPlan(tuple(launches), self.scratch)
+
     def run(self, values: Sequence[object]) -> None:
         """Launch with this call's arrays and free scalars (``values``, by position)."""
         for s in self.scratch:
