@@ -158,9 +158,17 @@ class DevicePointCalls:
         self.st = st
         self.calls: dict[tuple, _BoundPointCall] = {}
 
-    def __call__(self, args: tuple, out: object) -> object | None:
-        key = _fast_key(self.st, args, out)
-        call = self.calls.get(key) if key is not None else None
+    def __call__(self, args: tuple, out: Any) -> object | None:
+        # _fast_key, inline: this runs first on every call of the stencil
+        st = self.st
+        try:
+            key = (st.backend or current().backend,
+                   tuple([_SCALAR_KEY[0](a) if type(a) in _SCALARS else
+                          (type(a), a.dtype, a.shape, a.strides) for a in args]),
+                   None if out is None else (type(out), out.dtype, out.shape, out.strides))
+        except Exception:  # noqa: BLE001 - not an array of a module: the general path decides
+            return None
+        call = self.calls.get(key)
         return None if call is None else call(args, out)
 
 
@@ -178,7 +186,8 @@ _SCALAR_KEY: list = []  # stencil._scalar_key
 
 
 def _fast_key(st, args: tuple[Any, ...], out: Any) -> tuple | None:
-    """What a call's checks and specialization depend on, when every array is an ndarray of
+    """(``DevicePointCalls.__call__`` computes the same key inline.) What a call's checks
+    and specialization depend on, when every array is an ndarray of
     an array module (CuPy's, say) and every other argument a Python number: the backend,
     each array's type, dtype, shape and strides, each number's type; else None."""
     if not _SCALAR_KEY:  # stencil imports the adapters: bound on first use, not per call

@@ -63,7 +63,8 @@ def computation_key(st, args: tuple, kwargs: dict, origin: object, domain: objec
                        (type(a), a.dtype, a.shape, a.strides) for a in args]),
                 tuple([(k, type(a) if type(a) in _SCALARS else
                         (type(a), a.dtype, a.shape, a.strides)) for k, a in kwargs.items()]),
-                _hashable(origin), _hashable(domain), bool(validate_args))
+                None if origin is None else _hashable(origin),
+                None if domain is None else _hashable(domain), bool(validate_args))
     except Exception:  # noqa: BLE001 - no signature: the general path decides
         return None
 

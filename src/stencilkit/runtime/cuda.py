@@ -334,10 +334,10 @@ class CudaEntry:
             if stream is not None and stream.is_capturing():
                 PENDING[self] = CAPTURED[self] = word  # no event inside a capture
                 return 0
-            word.launched(cp)
+            word.launched()
             PENDING[self] = word
             return 0
-        word.launched(cp)
+        word.launched()
         for host, d in back:
             host[...] = cp.asnumpy(d)
         return word.take()

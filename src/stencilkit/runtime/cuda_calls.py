@@ -32,14 +32,13 @@ class DeviceLaunch:
     arguments, all arrays on the device): binds them if the entry has not yet. ``settled``:
     the positions of arguments whose values the caller's signature fixes."""
 
-    __slots__ = ("entry", "plan", "word", "cp", "current_stream", "keyed")
+    __slots__ = ("entry", "plan", "word", "current_stream", "keyed")
 
     def __init__(self, entry: CudaEntry, cp: Any, values: Sequence[object],
                  settled: frozenset[int] = frozenset()) -> None:
         self.entry = entry
         self.plan = entry.bound_for(cp, values).settled(values, settled)
         self.word = entry.status_word(cp)
-        self.cp = cp
         self.current_stream = cp.cuda.get_current_stream
         # the scalars the launch bounds read, with this signature's values, but those the
         # caller's own key fixes (``settled``): a call with other values takes the entry's
@@ -66,5 +65,5 @@ class DeviceLaunch:
             if code:
                 raise entry.error_for(code)
         self.plan.run(values)
-        word.launched(self.cp, stream)
+        word.event.record(stream)
         PENDING[entry] = word

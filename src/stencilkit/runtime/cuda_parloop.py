@@ -189,5 +189,5 @@ class BoundRun:
                 raise entry.error_for(code)
         for plan, values in self.runs:
             plan.run(values)
-        word.launched(self.cp, stream)
+        word.event.record(stream)
         PENDING[entry] = word

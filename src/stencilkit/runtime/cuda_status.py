@@ -42,22 +42,20 @@ class StatusWord:
         # unified addressing: a pinned allocation's host address is valid in kernels too
         # (CUDA runtime API, "Automatic Mapping of Host Allocated Host Memory")
         self.argument = np.uintp(self.memory.ptr)
-        # completes when the latest call's launches have (None: no call recorded one yet)
-        self.event: Any = None
+        # recorded after each call's launches: completes when the latest call's launches
+        # have (never recorded: complete)
+        self.event = cp.cuda.Event(block=False, disable_timing=True)
 
-    def launched(self, cp: Any, stream: Any = None) -> None:
+    def launched(self, stream: Any = None) -> None:
         """After a call's launches (not inside a capture): mark where they end on
         ``stream`` (None: the current stream)."""
-        event = self.event
-        if event is None:
-            event = self.event = cp.cuda.Event(block=False, disable_timing=True)
-        event.record(stream)
+        self.event.record(stream)
 
     def take(self) -> int:
         """The code the calls recorded so far stored (0: none), once they have finished;
         a non-zero word is reset, so that its error is raised once."""
         event = self.event
-        if event is not None and not event.done:
+        if not event.done:
             event.synchronize()  # the entry's own launches only, not the whole stream
         code = int(self.host[0])
         if code:
