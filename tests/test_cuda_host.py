@@ -288,6 +288,28 @@ def test_a_point_call_with_another_signature_rebinds_or_raises_as_before(counted
     sk.synchronize()
 
 
+@needs_gxx
+def test_a_computation_with_another_layout_is_another_signature(counted):
+    """Strides are part of a computation's signature (its bound plan holds them): fields of
+    the same shape in another order take the general path and get the numpy values."""
+    rng = np.random.default_rng(11)
+    hdiff = sk.stencil(C.hdiff, backend="cuda")
+    for _ in range(2):
+        for order in ("C", "F", "C"):
+            inp, coeff = rng.random((9, 10, 5)), rng.random((9, 10, 5))
+            expect = np.full(inp.shape, -1.0)
+            sk.stencil(C.hdiff, backend="numpy")(inp, expect, coeff)
+
+            def dev(a, order=order):
+                return _device(np.asarray(a, order=order))  # the copy keeps the order
+
+            out = dev(np.full(inp.shape, -1.0))
+            hdiff(dev(inp), out, dev(coeff))
+            np.testing.assert_allclose(np.asarray(out), expect, rtol=1e-13, atol=0)
+    assert len(hdiff._device.calls()) == 2
+    assert {k[1][0][3] for k in hdiff._device.calls()} == {(400, 40, 8), (8, 72, 720)}
+
+
 def _shift(f: Field[float], out: Field[float], n: int):
     with computation(PARALLEL), interval(...):
         out = f + n  # noqa: F841 (a gtscript assignment to a field)
