@@ -14,6 +14,7 @@ call allocates nothing (a CUDA graph capture may record it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,9 +127,9 @@ class BoundPlan:
             for slot, i, t in b.scalars:
                 if i in positions:
                     template[slot] = t(values[i])
-            launches.append(BoundLaunch(b.function, b.grid, b.block, tuple(template),
-                                        b.pointers, tuple(x for x in b.scalars
-                                                          if x[1] not in positions)))
+            launches.append(dataclasses.replace(
+                b, template=tuple(template),
+                scalars=tuple(x for x in b.scalars if x[1] not in positions)))
         return BoundPlan(tuple(launches), self.scratch)
 
     def run(self, values: Sequence[object]) -> None:
