@@ -8,8 +8,9 @@ themselves; on a GPU each launch adds CuPy's and the driver's own cost (a bare
 ``RawKernel`` launch: 14-17 µs per call in issue 27's H200 run, its synchronization
 included) and each transfer or allocation counted here adds its own. Next to the timings it
 counts, per call, what the stand-in was asked to do: launches, allocations (``zeros``/
-``empty``, a status word or scratch array) and host<->device copies (``asarray``/
-``asnumpy``: a status word read is one).
+``empty``/pinned memory, a status word or scratch array), host<->device copies
+(``asarray``/``asnumpy``: a status word read through the device is one), and the event
+records, queries (``done``) and waits of the status word's event.
 
 Cases: lap3d 16³ called with ``out=`` (a point kernel), hdiff 16×16×8 (a computation),
 an INC ParLoop of 512 triangles onto 300 nodes (race="atomic"), all on device arrays;
@@ -22,6 +23,7 @@ calls run one thread, so it is the host's time; less sensitive than wall time to
 machine, but the medians still move by some 30% between runs: compare columns of one run).
 
     PYTHONPATH=src python benchmarks/cuda_host.py [--before main] [--calls 2000] [--batches 15]
+    PYTHONPATH=src python benchmarks/cuda_host.py --status   # the status word's read alone
 """
 
 from __future__ import annotations
@@ -48,11 +50,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 class DeviceArray(np.ndarray):
     """Host memory that says it is on a GPU (what CuPy's arrays are to the backend), with
-    CuPy's ``data.ptr`` (a device pointer read without building the interface's dict)."""
+    CuPy's ``data.ptr`` (a device pointer read without building the interface's dict; kept
+    per array, as CuPy keeps its ``MemoryPointer``, so that reading it costs what CuPy's
+    attribute read does, not the stand-in's ``ctypes``)."""
 
     @property
     def data(self) -> types.SimpleNamespace:  # type: ignore[override]
-        return types.SimpleNamespace(ptr=self.ctypes.data)
+        memory = self.__dict__.get("_memory")
+        if memory is None:
+            memory = self.__dict__["_memory"] = types.SimpleNamespace(ptr=self.ctypes.data)
+        return memory
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -60,7 +67,9 @@ class DeviceArray(np.ndarray):
                 "data": (self.ctypes.data, False), "version": 3}
 
 
-COUNTS = {"launches": 0, "allocations": 0, "copies": 0}
+COUNTS = {"launches": 0, "allocations": 0, "copies": 0, "event records": 0,
+          "event queries": 0, "event waits": 0}
+KINDS = tuple(COUNTS)
 
 
 def _count(what: str, fn):
@@ -70,8 +79,49 @@ def _count(what: str, fn):
     return counted
 
 
+class Event:
+    """CuPy's event: a record, a query (``done``: the launches return at once, so it is
+    complete) and a wait, counted."""
+
+    def __init__(self, block: bool = False, disable_timing: bool = False) -> None:
+        pass
+
+    def record(self, stream=None) -> None:
+        COUNTS["event records"] += 1
+
+    @property
+    def done(self) -> bool:
+        COUNTS["event queries"] += 1
+        return True
+
+    def synchronize(self) -> None:
+        COUNTS["event waits"] += 1
+
+
+class Stream:
+    """CuPy's current stream, never capturing."""
+
+    def is_capturing(self) -> bool:
+        return False
+
+    def synchronize(self) -> None:
+        pass
+
+
+def _pinned(size: int) -> bytearray:
+    """Pinned host memory: a buffer with its address as ``ptr``."""
+
+    class Pinned(bytearray):
+        ptr = 0
+
+    memory = Pinned(size)
+    memory.ptr = np.frombuffer(memory, np.uint8).ctypes.data
+    return memory
+
+
 def stand_in() -> types.ModuleType:
     """A CuPy whose arrays are ``DeviceArray``s and which counts what it is asked to do."""
+    stream = Stream()
     fake = types.ModuleType("cupy")
     fake.__dict__.update(
         ndarray=DeviceArray,
@@ -83,8 +133,10 @@ def stand_in() -> types.ModuleType:
         empty=_count("allocations", lambda shape, dtype=float: np.empty(shape, dtype)
                      .view(DeviceArray)),
         int32=np.int32,
-        cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(
-            compute_capability="90")),
+        cuda=types.SimpleNamespace(
+            Device=lambda: types.SimpleNamespace(compute_capability="90"),
+            Event=Event, get_current_stream=lambda: stream,
+            alloc_pinned_memory=_count("allocations", _pinned)),
     )
     return fake
 
@@ -176,6 +228,36 @@ def measure(calls: int, batches: int) -> dict:
     return results
 
 
+def status_read_costs(calls: int, batches: int) -> dict:
+    """µs of CPU per call of the two ways to read an entry's status word on the stand-in,
+    interleaved batch by batch: the 4-byte device-to-host copy of a device word (what the
+    next call did before: ``cp.asnumpy``), and the pinned word read after its event
+    (``runtime.cuda_status``: a query, a host load, and the next call's record)."""
+    from stencilkit.runtime.cuda_status import StatusWord
+
+    fake = install()
+    device_word = fake.zeros(1, dtype=np.int32)
+    pinned = StatusWord(fake)
+    pinned.launched()
+
+    def copy() -> int:
+        return int(fake.asnumpy(device_word)[0])
+
+    def event() -> int:
+        code = pinned.take()
+        pinned.launched()
+        return code
+
+    times: dict = {"copy": [], "event": []}
+    for _ in range(batches):
+        for name, read in (("copy", copy), ("event", event)):
+            t0 = time.process_time()
+            for _ in range(calls):
+                read()
+            times[name].append((time.process_time() - t0) / calls * 1e6)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 # ---------------------------------------------------------------- before and after
 
 
@@ -205,30 +287,50 @@ def main() -> None:
     parser.add_argument("--before", default="main", help="the revision to compare with")
     parser.add_argument("--calls", type=int, default=2000, help="calls per batch")
     parser.add_argument("--batches", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="before/after runs, interleaved (the table gives their spread)")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--status", action="store_true",
+                        help="compare the two ways to read a status word instead")
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.calls, args.batches)))
         return
+    if args.status:
+        costs = status_read_costs(args.calls, args.batches)
+        print(f"status word read, µs of CPU per call on the stand-in (median of "
+              f"{args.batches} batches of {args.calls}): device word copied back "
+              f"{costs['copy']:.2f}, pinned word after its event {costs['event']:.2f}")
+        return
+    befores, afters = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        before = run_tree(extract(args.before, Path(tmp)), args.calls, args.batches)
-    after = run_tree(ROOT / "src", args.calls, args.batches)
+        old = extract(args.before, Path(tmp))
+        for _ in range(args.rounds):  # interleaved: a loaded machine's drift hits both
+            befores.append(run_tree(old, args.calls, args.batches))
+            afters.append(run_tree(ROOT / "src", args.calls, args.batches))
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    print(f"µs per call (median of {args.batches} batches of {args.calls}); "
-          f"before: {args.before}, after: {head} (+ working tree)\n")
+    print(f"µs per call (median of {args.batches} batches of {args.calls}; over "
+          f"{args.rounds} interleaved rounds: least-most (median)); before: {args.before}, "
+          f"after: {head} (+ working tree)\n")
     print("| case | before: cuda | after: cuda | c | per call after (before): launches, "
-          "allocations, copies |")
+          "allocations, copies, event records, queries, waits |")
     print("|---|---:|---:|---:|---|")
-    for key in after:
+
+    def spread(runs: list, key: str) -> str:
+        us = sorted(r[key]["us"] for r in runs)
+        if len(us) == 1:
+            return f"{us[0]:.1f}"
+        return f"{us[0]:.1f}-{us[-1]:.1f} ({statistics.median(us):.1f})"
+
+    for key in afters[0]:
         backend, name = key.split("|")
         if backend != "cuda":
             continue
-        b, a, c = before[key], after[key], after[f"c|{name}"]
-        counts = ", ".join(f"{a['counts'][k]:g} ({b['counts'][k]:g})"
-                           for k in ("launches", "allocations", "copies"))
-        print(f"| {name} | {b['us']:.1f} | {a['us']:.1f} | {c['us']:.1f} | {counts} |")
-
+        b, a = befores[0][key], afters[0][key]
+        counts = ", ".join(f"{a['counts'][k]:g} ({b['counts'][k]:g})" for k in KINDS)
+        print(f"| {name} | {spread(befores, key)} | {spread(afters, key)} | "
+              f"{spread(afters, f'c|{name}')} | {counts} |")
 
 if __name__ == "__main__":
     main()

@@ -10,7 +10,10 @@ parameter reads a snapshot of its memory taken at launch (what a GPU's non-coher
 parameter; ``READ_ONLY_LOADS = "live"`` reads the memory as it is instead); CuPy is
 replaced by NumPy (``asarray`` copies, as a transfer to the device does; each "device"
 allocation is exact and ends at a guard page, so that a kernel reading past the end of an
-array crashes the test loudly, as it kills the CUDA context on a GPU). Everything else is
+array crashes the test loudly, as it kills the CUDA context on a GPU); pinned host memory is a
+host page whose address the kernels store through (as with unified addressing), events
+count what they are asked (``EVENT_CALLS``) and may be told to report unfinished launches
+(``EVENTS_COMPLETE``), the current stream may be told it is capturing. Everything else is
 the backend's own code: the launch plan, the grid sizes, the argument binding, the host
 loops, the status word, the copies back. NVRTC's contraction is modelled: a kernel built
 with ``fast_math=True`` (NVRTC ``--fmad=true``) is compiled with ``-O2 -mfma
@@ -186,7 +189,7 @@ def _functions(self) -> dict[str, object]:
                     c_args.append(ctypes.c_void_p(a.ctypes.data))
                 else:
                     c_args.append(kind(a.item()))
-            c_args.append(ctypes.c_void_p(args[-1].ctypes.data))
+            c_args.append(ctypes.c_void_p(int(args[-1])))  # the status word's address
             fn(*c_args, *(ctypes.c_uint(v) for v in (*grid, *block)))
         out[launch.name] = call
     return out
@@ -201,7 +204,16 @@ def _cupy_fill_value(value: object) -> None:
 
 class DeviceArray(np.ndarray):
     """The emulator's "device" array: host memory that says it is on a GPU. Assignments
-    and ``fill`` take scalars and device arrays only, as CuPy's do."""
+    and ``fill`` take scalars and device arrays only, as CuPy's do; ``data.ptr`` is its
+    address, as CuPy's ``MemoryPointer`` gives it. A read-only one stands for another
+    library's device array (CuPy's are never read-only): it has no ``data.ptr``, only
+    ``__cuda_array_interface__``."""
+
+    @property
+    def data(self):  # type: ignore[override]
+        if not self.flags.writeable:
+            return super().data
+        return types.SimpleNamespace(ptr=self.ctypes.data)
 
     def fill(self, value: object) -> None:
         _cupy_fill_value(value)
@@ -268,8 +280,71 @@ def _device_zeros(shape: object, dtype: object = float) -> DeviceArray:
     return out
 
 
+class PinnedMemory(mmap.mmap):
+    """``cupy.cuda.alloc_pinned_memory``'s pointer: host memory a kernel may store into
+    (here the kernels run on the host anyway) with its address as ``ptr``; a buffer, so that
+    ``np.frombuffer`` views it."""
+
+    @property
+    def ptr(self) -> int:
+        view = ctypes.c_char.from_buffer(self)
+        try:
+            return ctypes.addressof(view)
+        finally:
+            del view  # an exported buffer would keep the mapping from closing
+
+
+def alloc_pinned_memory(size: int) -> PinnedMemory:
+    return PinnedMemory(-1, max(int(size), 1))
+
+
+#: whether an event recorded after an emulated launch is complete when first queried: the
+#: launches ran at once here, but on a GPU a query usually finds them still running. False:
+#: ``done`` stays False until ``synchronize`` (the wait path, for tests)
+EVENTS_COMPLETE = True
+#: what the events were asked, for tests: records, queries (``done``), waits
+EVENT_CALLS: dict[str, int] = {"record": 0, "query": 0, "synchronize": 0}
+
+
+class Event:
+    """``cupy.cuda.Event``: ``record`` on a stream, ``done`` (a query, no wait) and
+    ``synchronize`` (a wait for what was recorded), each counted in ``EVENT_CALLS``."""
+
+    def __init__(self, block: bool = False, disable_timing: bool = False,
+                 interprocess: bool = False) -> None:
+        self.recorded = self.waited = False
+
+    def record(self, stream: object = None) -> None:
+        EVENT_CALLS["record"] += 1
+        self.recorded, self.waited = True, False
+
+    @property
+    def done(self) -> bool:
+        EVENT_CALLS["query"] += 1
+        return not self.recorded or EVENTS_COMPLETE or self.waited
+
+    def synchronize(self) -> None:
+        EVENT_CALLS["synchronize"] += 1
+        self.waited = True
+
+
+class Stream:
+    """CuPy's current stream: a wait waits for nothing (the launches ran at once); a test
+    sets ``capturing`` to stand for a CUDA graph capture in progress."""
+
+    def __init__(self) -> None:
+        self.capturing = False
+
+    def is_capturing(self) -> bool:
+        return self.capturing
+
+    def synchronize(self) -> None:
+        pass
+
+
 def _fake_cupy() -> types.ModuleType:
     device = types.SimpleNamespace(compute_capability="90")
+    stream = Stream()
     fake = types.ModuleType("cupy")
     fake.__dict__.update(
         ndarray=DeviceArray,
@@ -280,7 +355,9 @@ def _fake_cupy() -> types.ModuleType:
         empty=device_empty,
         from_dlpack=lambda a: a.memory,  # the same memory (a DLPackOnly's)
         int32=np.int32,
-        cuda=types.SimpleNamespace(Device=lambda: device),
+        cuda=types.SimpleNamespace(Device=lambda: device, Event=Event,
+                                   alloc_pinned_memory=alloc_pinned_memory,
+                                   get_current_stream=lambda: stream),
     )
     return fake
 

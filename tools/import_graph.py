@@ -269,6 +269,8 @@ LAYER_OF: dict[str, str] = {
     # the protocol is the user objects' (they ask it); the adapters plugged into it are not
     "stencilkit.adapters": API, "stencilkit.adapters.mpi": ADAPTERS,
     "stencilkit.adapters.device": ADAPTERS, "stencilkit.adapters.dask_xarray": ADAPTERS,
+    "stencilkit.adapters.device_computation": ADAPTERS,
+    "stencilkit.adapters.device_parloop": ADAPTERS,
     "stencilkit.adapters.pickling": ADAPTERS, "stencilkit.adapters.numba": ADAPTERS,
     "stencilkit.adapters.dask": ADAPTERS, "stencilkit.adapters.xarray": ADAPTERS,
     "stencilkit.adapters.mpi_point": ADAPTERS, "stencilkit.adapters.mpi_computation": ADAPTERS,

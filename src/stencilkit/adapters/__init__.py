@@ -72,6 +72,12 @@ class Adapter:
         read): what checks of a value that lives elsewhere read (ParLoop's Dat checks)."""
         raise _unsupported(self, None, "host checks")
 
+    def bound_parloop(self, loop, call, fn) -> Callable[[object], bool] | None:
+        """What runs ``loop`` again without its checks and binding while its arguments hold
+        the arrays of the run of ``call`` through ``fn`` that just ended (None: nothing;
+        each run takes the general path)."""
+        return None
+
     def byte_span(self, value: object) -> tuple[int, int] | None:
         """The addresses [first, last) ``value``'s memory spans on its device (None when
         empty): what the overlap checks of written arguments compare."""
@@ -171,6 +177,16 @@ def for_value(value: object) -> Adapter | None:
     for adapter in _candidates(cls):
         if adapter.claims(value):
             return adapter
+    return None
+
+
+def bound_parloop(loop, call, fn) -> Callable[[object], bool] | None:
+    """The bound run (``Adapter.bound_parloop``) of the adapter of ``loop``'s first
+    argument held elsewhere (a device array), if any."""
+    for a in loop.args:
+        adapter = for_value(a.obj._data)
+        if adapter is not None:
+            return adapter.bound_parloop(loop, call, fn)
     return None
 
 

@@ -146,13 +146,39 @@ def point_call(st, args: tuple, out: object):
     return _point_call(st, args, out, fast_key)
 
 
-def _fast_calls(st) -> dict[tuple, _FastPointCall]:
-    """The stencil's device calls by ``_fast_key`` (beside its signature cache ``_specs``,
-    which holds its specializations only)."""
-    calls = st.__dict__.get("_device_calls")
-    if calls is None:
-        calls = st.__dict__["_device_calls"] = {}
-    return calls
+class DevicePointCalls:
+    """A stencil's device calls by ``_fast_key``, each bound by an earlier call with that
+    key (beside its signature cache ``_specs``, which holds its specializations only). The
+    stencil holds it as ``_device`` and calls it first: a call whose key it has not bound
+    returns None (the general path decides)."""
+
+    __slots__ = ("st", "calls")
+
+    def __init__(self, st) -> None:
+        self.st = st
+        self.calls: dict[tuple, _BoundPointCall] = {}
+
+    def __call__(self, args: tuple, out: Any) -> object | None:
+        # _fast_key, inline: this runs first on every call of the stencil
+        st = self.st
+        try:
+            key = (st.backend or current().backend,
+                   tuple([_SCALAR_KEY[0](a) if type(a) in _SCALARS else
+                          (type(a), a.dtype, a.shape, a.strides) for a in args]),
+                   None if out is None else (type(out), out.dtype, out.shape, out.strides))
+        except Exception:  # noqa: BLE001 - not an array of a module: the general path decides
+            return None
+        call = self.calls.get(key)
+        return None if call is None else call(args, out)
+
+
+def _fast_calls(st) -> dict[tuple, _BoundPointCall]:
+    """The stencil's bound device calls (``DevicePointCalls``), made on its first device
+    call."""
+    device = st.__dict__.get("_device")
+    if device is None:
+        device = st.__dict__["_device"] = DevicePointCalls(st)
+    return device.calls
 
 
 _SCALARS = (int, float, bool, complex)
@@ -160,7 +186,8 @@ _SCALAR_KEY: list = []  # stencil._scalar_key
 
 
 def _fast_key(st, args: tuple[Any, ...], out: Any) -> tuple | None:
-    """What a call's checks and specialization depend on, when every array is an ndarray of
+    """(``DevicePointCalls.__call__`` computes the same key inline.) What a call's checks
+    and specialization depend on, when every array is an ndarray of
     an array module (CuPy's, say) and every other argument a Python number: the backend,
     each array's type, dtype, shape and strides, each number's type; else None."""
     if not _SCALAR_KEY:  # stencil imports the adapters: bound on first use, not per call
@@ -177,13 +204,14 @@ def _fast_key(st, args: tuple[Any, ...], out: Any) -> tuple | None:
         return None
 
 
-class _FastPointCall:
+class _BoundPointCall:
     """A device call whose specialization and checks were settled by an earlier call with
     the same ``_fast_key``: only what depends on the arrays' addresses is left (an input
-    overlapping ``out`` is copied first, as ``_unaliased`` does), and ``out`` allocated in
-    the first argument's layout when not given."""
+    overlapping ``out`` is copied first, as ``_unaliased`` does), ``out`` is allocated in
+    the first argument's layout when not given, and the entry's launches bound to the
+    signature run directly (``runtime.cuda_calls.DeviceLaunch``)."""
 
-    __slots__ = ("call", "name", "xp", "spans", "out_span", "layout")
+    __slots__ = ("call", "name", "xp", "spans", "out_span", "layout", "launch")
 
     def __init__(self, call, name: str, xp, args: tuple, out: object | None,
                  layout: tuple[tuple[int, ...], tuple[int, ...], np.dtype] | None) -> None:
@@ -193,6 +221,7 @@ class _FastPointCall:
         self.spans = tuple(_relative_span(a) if type(a) not in _SCALARS else None
                            for a in args)
         self.out_span = None if out is None else _relative_span(out)
+        self.launch: Any = None  # the entry's bound launches, found on the first use
 
     def __call__(self, args: tuple, out: object) -> object:
         call = self.call
@@ -204,24 +233,45 @@ class _FastPointCall:
             fill = call.has_cval
             if self.out_span is not None:
                 args = self._unaliased(args, out)
-        status = call.entry(*args, out, fill, call.cval)
-        if status:
-            from ..runtime.launch import status_error
+        values = (*args, out, fill, call.cval)
+        launch = self.launch
+        if launch is None:
+            # the border fill and cval follow from the key: never compared per call
+            n = len(args)
+            launch = self.launch = _device_launch(call.entry, values,
+                                                  frozenset({n + 1, n + 2}))
+            if launch is None:  # not a CUDA entry: called as any entry
+                status = call.entry(*values)
+                if status:
+                    from ..runtime.launch import status_error
 
-            raise status_error(status, self.name, call.loc)
+                    raise status_error(status, self.name, call.loc)
+                return out
+        launch.run(values)
         return out
 
     def _unaliased(self, args: tuple, out: object) -> tuple:
-        base = _address(out)
+        base = out.data.ptr  # type: ignore[attr-defined]  # bound for CuPy arrays only
         lo, hi = base + self.out_span[0], base + self.out_span[1]  # type: ignore[index]
         copied = None
         for i, (a, span) in enumerate(zip(args, self.spans)):
             if span is not None:
-                at = _address(a)
+                at = a.data.ptr
                 if at + span[0] < hi and lo < at + span[1]:
                     copied = list(args) if copied is None else copied
                     copied[i] = a.copy()
         return args if copied is None else tuple(copied)
+
+
+def _device_launch(entry, values: tuple, settled: frozenset[int]) -> object | None:
+    """The bound launches of a CUDA ``entry`` for ``values`` (``runtime.cuda_calls``); None
+    for any other entry. (Imported here: the CUDA runtime pulls in the GPU planner.)"""
+    from ..runtime.cuda import CudaEntry, _cupy
+    from ..runtime.cuda_calls import DeviceLaunch
+
+    if not isinstance(entry, CudaEntry):
+        return None
+    return DeviceLaunch(entry, _cupy(), values, settled)
 
 
 def _address(a: object) -> int:
@@ -292,13 +342,14 @@ def _point_call(st, args: tuple, out: object, fast_key: tuple | None):
     else:
         fill = call.has_cval
         args = _unaliased(args, out)
-    if fast_key is not None and all(type(a) in _SCALARS or type(a) is xp.ndarray
-                                    for a in (*given, out)):
-        _fast_calls(st)[fast_key] = _FastPointCall(call, st.__name__, xp, args,
-                                             out if layout is None else None, layout)
     status = call.entry(*args, out, fill, call.cval)
     if status:
         raise status_error(status, st.__name__, call.loc)
+    # bound only after a call that passed every check (the entry's own included)
+    if fast_key is not None and all(type(a) in _SCALARS or type(a) is xp.ndarray
+                                    for a in (*given, out)):
+        _fast_calls(st)[fast_key] = _BoundPointCall(call, st.__name__, xp, args,
+                                                    out if layout is None else None, layout)
     return out
 
 
@@ -371,10 +422,21 @@ class DeviceAdapter(Adapter):
 
     def computation_call(self, st, args: tuple, kwargs: dict, origin: object, domain: object,
                          validate_args: bool, exec_info: dict | None) -> None:
-        values, fields, origin = st.bind_call(args, kwargs, origin, exec_info)
+        from .device_computation import BoundComputationCall, computation_key, dispatcher
+
+        key = None
+        if exec_info is None and not st._aliases:
+            key = computation_key(st, args, kwargs, origin, domain, validate_args)
+        values, fields, given_origin = st.bind_call(args, kwargs, origin, exec_info)
         values, fields = computation_fields(st, values, fields)
-        return st.run_bound(values, fields, origin, domain, validate_args, exec_info,
-                            device=self)
+        ran = None
+        if key is not None and (origin is not None or given_origin is None):
+            def ran(run, values: dict, temps: dict, geo) -> None:
+                bound = BoundComputationCall.of(st, args, kwargs, run, values, temps, geo)
+                if bound is not None:
+                    dispatcher(st).keep(key, bound)
+        return st.run_bound(values, fields, given_origin, domain, validate_args, exec_info,
+                            device=self, ran=ran)
 
     def upload(self, backend, host: np.ndarray) -> tuple[object, np.ndarray]:
         value = cuda_view(backend, storage.array_module(backend).asarray(host))
@@ -388,6 +450,11 @@ class DeviceAdapter(Adapter):
 
     def byte_span(self, value: object) -> tuple[int, int] | None:
         return _bytes(value)
+
+    def bound_parloop(self, loop, call, fn):
+        from .device_parloop import BoundDeviceLoop
+
+        return BoundDeviceLoop.of(loop, call, fn)
 
 
 register(DeviceAdapter())

@@ -17,10 +17,11 @@ ParLoop on the "numba" backend, which has no atomics (``race="atomic"`` colours 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import numpy as np
 
-from .. import registry
+from .. import adapters, registry
 from ..analysis.typing import ArgType, type_point_kernel
 from ..compile import driver
 from ..compile.requests import ParLoopRequest
@@ -103,6 +104,9 @@ class ParLoop:
         self._maps: tuple[Map, ...] = tuple(_written_map(a) for a in self.args
                                             if a.kind.shares_targets)
         self._bound: tuple[tuple, ParLoopCall] | None = None
+        # the run on device data bound by the latest GPU run (adapters.device_parloop;
+        # None: none), tried first: it answers False when the arguments have changed
+        self._device: Callable[[ParLoop], bool] | None = None
         self.loc = None
         self._src = None  # the kernel's source, when written in Python
         self._typed = self._analyse() if kernel.func is not None else None
@@ -230,10 +234,17 @@ class ParLoop:
         """Run the loop now (after anything queued before it)."""
         try:
             lazy.flush()
+            device = self._device
+            if device is not None and device(self):
+                return
             chosen = registry.resolve(self.backend, self.kernel.name)
             _, fn = self._built(chosen.name)
-            check_objects(self, chosen.capabilities.device is Device.GPU)  # type: ignore
-            chosen.launcher("parloop")(self.bind(chosen), fn)
+            gpu = chosen.capabilities.device is Device.GPU  # type: ignore[union-attr]
+            check_objects(self, gpu)
+            call = self.bind(chosen)
+            chosen.launcher("parloop")(call, fn)
+            if gpu:  # the next runs on the same device arrays launch only (the adapter's)
+                self._device = adapters.bound_parloop(self, call, fn)
         except StencilError as exc:
             raise at_call(exc, sys._getframe(1)) from exc.__cause__
 

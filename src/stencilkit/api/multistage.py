@@ -13,6 +13,7 @@ import functools
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FunctionType
 
@@ -72,6 +73,9 @@ class ComputationStencil:
         # demo; frontend/aliasing.py), by the pairs of fields aliased
         self._alias_variants: dict[frozenset, ComputationStencil] = {}
         self._aliases: frozenset[tuple[str, str]] = frozenset()
+        # the calls on device arrays bound per signature (``adapters.device_computation``;
+        # None before the first): tried first, it answers False for a call it has not bound
+        self._device: Callable[..., bool] | None = None
         self._setup(parsed)
 
     def _setup(self, parsed: c.ComputationDef) -> None:
@@ -189,6 +193,10 @@ class ComputationStencil:
 
     def _call(self, args: tuple, kwargs: dict, origin: object, domain: object,
               validate_args: bool, exec_info: dict | None) -> None:
+        device = self._device
+        if device is not None and exec_info is None and \
+                device(args, kwargs, origin, domain, validate_args):
+            return None
         # MPI-distributed, device arrays, DataArrays: an adapter runs the call
         adapter = adapters.for_call(args, kwargs.values())
         if adapter is not None:
@@ -224,9 +232,12 @@ class ComputationStencil:
 
     def run_bound(self, values: dict[str, object], fields: dict[str, object], origin: object,
                   domain: object, validate_args: bool, exec_info: dict | None,
-                  device: adapters.Adapter | None = None) -> None:
+                  device: adapters.Adapter | None = None,
+                  ran: Callable[..., None] | None = None) -> None:
         """The call on bound arguments (``bind_call``): NumPy fields, or the host stand-ins
-        of fields on the ``device`` adapter's arrays, whose device views ``values`` holds."""
+        of fields on the ``device`` adapter's arrays, whose device views ``values`` holds.
+        ``ran(run, values, temporaries, geometry)`` is told what ran, once it ran (the
+        device adapter binds later calls of the signature to it)."""
         on_device = device is not None
         if not on_device and not self._aliases:
             # one array passed as a written field and a read one: GT4Py's semantics
@@ -275,6 +286,8 @@ class ComputationStencil:
                                 hint="check the fields' dimensions and dtypes") from None
         for name, target in written.items():
             target[...] = values[name]
+        if ran is not None and not geo.plane_shapes:  # planes are new per call: not bound
+            ran(run, values, temps, geo)
         if exec_info is not None:
             exec_info["run_end_time"] = time.perf_counter()
             exec_info["call_end_time"] = time.perf_counter()

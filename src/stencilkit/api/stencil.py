@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from collections.abc import Callable
 from types import FunctionType
 from typing import NamedTuple
 
@@ -165,6 +166,9 @@ class PointStencil:
         self._last: tuple[str, TypedPointKernel, str] | None = None
         # what the C call slot runs for a call with out= (``_install_fast_call``)
         self._sk_fast: tuple | None = None
+        # the calls on device arrays bound per signature (``adapters.device``; None before
+        # the first): tried first, it answers None for a call it has not bound
+        self._device: Callable[[tuple, object], object] | None = None
 
     def _details(self) -> dict[str, object]:
         return {"mode": self.mode, "neighborhood": self._neighborhood, "cval": self.cval,
@@ -230,6 +234,11 @@ class PointStencil:
             raise ArgumentError(f"unexpected keyword argument(s) {sorted(kwargs)}",
                                 stencil=self.__name__, hint="only out= may be passed by name")
         try:
+            device = self._device
+            if device is not None:
+                result = device(args, out)
+                if result is not None:
+                    return result
             exact = self._exact
             if exact is not None and out is not None:
                 call = exact[0]

@@ -46,7 +46,9 @@ from ..ir.host_eval import (
     extents,
 )
 from ..ir.plan import Launch, LaunchPlan, Variant
+from . import cuda_status
 from .cuda_bound import BOUND_LIMIT, BoundPlan, host_read_symbols, positions_of, signature
+from .cuda_status import CAPTURED, PENDING, StatusWord, capturing, current_stream
 from .cuda_variants import Variants, choose
 from .launch import PointCall, StandardArrays, status_error
 
@@ -63,59 +65,18 @@ def _cupy():
     return cupy
 
 
-#: the entries with calls nobody has waited for, each with its status word, in call order
-_PENDING: dict[CudaEntry, object] = {}
-#: entries called inside a CUDA graph capture: every replay may write their status words,
-#: so ``synchronize`` reads them every time. Held for good: a graph may outlive the stencil,
-#: and its kernels must never write a status word that was freed
-_CAPTURED: dict[CudaEntry, object] = {}
+# the registries of pending and captured status words (runtime.cuda_status), by their
+# former names: tests and the ParLoop runner clear and test them
+_PENDING = PENDING
+_CAPTURED = CAPTURED
 
 
 def synchronize() -> None:
     """``sk.synchronize()``: wait for every stencil call on the GPU, then raise the first
     run-time error any of them reported (the ``sk.ArgumentError`` naming its stencil), as
     the call itself would have raised it had it waited."""
-    if not _PENDING and not _CAPTURED:
-        return
-    cp = _cupy()
-    stream = _current_stream(cp)
-    if stream is not None:
-        stream.synchronize()
-    pending = {**_PENDING, **_CAPTURED}
-    _PENDING.clear()
-    first = _first_error(cp, pending)
-    if first is not None:
-        raise first
-
-
-def _current_stream(cp) -> object | None:
-    """CuPy's current stream (None where the module has no streams: the tests' stand-in)."""
-    current = getattr(getattr(cp, "cuda", None), "get_current_stream", None)
-    return current() if current is not None else None
-
-
-def _capturing(cp) -> bool:
-    stream = _current_stream(cp)
-    return stream is not None and getattr(stream, "is_capturing", lambda: False)()
-
-
-def _read_status(cp, word) -> int:
-    """The code in a status word (the read waits for the launches that may write it); a
-    non-zero word is reset, so that the error is raised once."""
-    code = int(cp.asnumpy(word)[0])
-    if code:
-        word.fill(0)
-    return code
-
-
-def _first_error(cp, pending: Mapping[CudaEntry, object]) -> StencilError | None:
-    """Every status word of ``pending`` read; the error of the first that reported one."""
-    first: StencilError | None = None
-    for entry, word in pending.items():
-        code = _read_status(cp, word)
-        if code and first is None:
-            first = entry.error_for(code)
-    return first
+    if PENDING or CAPTURED:
+        cuda_status.synchronize(_cupy(), lambda entry, code: entry.error_for(code))
 
 
 _PROBE_SOURCE = 'extern "C" __global__ void sk_probe(int *x) { x[threadIdx.x] += 1; }\n'
@@ -264,23 +225,23 @@ class CudaEntry:
         # the positions of the scalar arguments the host reads (part of the signature):
         # known once the first plan is bound
         self._keyed: tuple[int, ...] = ()
-        self._status: object = None  # the device status word, allocated with the first plan
+        self._status: StatusWord | None = None  # made with the first bound plan
         # what a status this entry's kernels report is raised as: the launcher that calls it
         # sets its own (the stencil's name and line); this one names the entry only
         self.error_for: Callable[[int], StencilError] = \
             lambda code: status_error(code, name, None)
 
     def raise_pending(self) -> None:
-        """Read the status word of this entry's earlier calls that nobody waited for (the
-        read waits for them); raise its error."""
-        word = _PENDING.get(self)
+        """Take the status of this entry's earlier calls that nobody read (waiting on their
+        event only where they have not finished); raise its error."""
+        word = PENDING.get(self)
         if word is None:
             return
         cp = _cupy()
-        if _capturing(cp):
+        if capturing(cp):
             return  # inside a CUDA graph capture nothing may wait: sk.synchronize() reads it
-        del _PENDING[self]
-        code = _read_status(cp, word)
+        del PENDING[self]
+        code = word.take()
         if code:
             raise self.error_for(code)
 
@@ -299,11 +260,11 @@ class CudaEntry:
                                for lc in self.plan.launches()}
         return self._functions
 
-    def status_word(self, cp) -> object:
-        """This entry's device status word (allocated once: kernels write it only on an
-        error, and a read that finds one resets it)."""
+    def status_word(self, cp) -> StatusWord:
+        """This entry's status word (made once: kernels write it only on an error, and a
+        read that finds one resets it)."""
         if self._status is None:
-            self._status = cp.zeros(1, dtype=cp.int32)
+            self._status = StatusWord(cp)
         return self._status
 
     def to_device(self, args: Sequence[object]) -> tuple[list[object], list[tuple]]:
@@ -332,11 +293,19 @@ class CudaEntry:
             self.standard.check(args)
         dev, back = self.to_device(args)
         cp = _cupy()
-        bound = self._bound.get(signature(dev, self._keyed, cp.ndarray))
-        if bound is None:
-            bound = self.bind_plan(cp, dev)
-        bound.run(dev)
+        self.bound_for(cp, dev).run(dev)
         return self.finish(cp, back)
+
+    def bound_for(self, cp, dev: Sequence[object]) -> BoundPlan:
+        """The plan bound to the signature of the device arguments ``dev`` (bound now if
+        none is yet)."""
+        bound = self._bound.get(signature(dev, self._keyed, cp.ndarray))
+        return bound if bound is not None else self.bind_plan(cp, dev)
+
+    def keyed_positions(self) -> tuple[int, ...]:
+        """The positions of the scalar arguments whose values the launch bounds read (part
+        of a bound plan's signature), as far as the plans bound so far know."""
+        return self._keyed
 
     def bind_plan(self, cp, dev: Sequence[object]) -> BoundPlan:
         """The plan of the variant for ``dev`` bound to their signature (kept)."""
@@ -348,7 +317,7 @@ class CudaEntry:
             self._keyed = tuple(sorted({*self._keyed, *keyed}))
             self._bound.clear()
         bound = BoundPlan.build(entry.plan, entry.functions(), bind(params, self.names, dev),
-                                positions, free, self.status_word(cp),
+                                positions, free, self.status_word(cp).argument,
                                 lambda n, dtype: cp.zeros(n, dtype=dtype), launch_config)
         self._bound[signature(dev, self._keyed, cp.ndarray)] = bound
         if len(self._bound) > BOUND_LIMIT:
@@ -357,17 +326,21 @@ class CudaEntry:
 
     def finish(self, cp, back: list[tuple]) -> int:
         """After the launches: nothing to wait for when every array is on the device (the
-        status word is read later); else the host arrays in ``back`` copied back and the
-        status read and returned."""
+        status word is taken later); else the host arrays in ``back`` copied back and the
+        status taken and returned."""
         word = self.status_word(cp)
         if not back:
-            _PENDING[self] = word
-            if _capturing(cp):
-                _CAPTURED[self] = word
+            stream = current_stream(cp)
+            if stream is not None and stream.is_capturing():
+                PENDING[self] = CAPTURED[self] = word  # no event inside a capture
+                return 0
+            word.launched()
+            PENDING[self] = word
             return 0
+        word.launched()
         for host, d in back:
             host[...] = cp.asnumpy(d)
-        return _read_status(cp, word)
+        return word.take()
 
     def variant(self, dev: Sequence[object]) -> CudaEntry:
         """The entry whose kernels are specialized for the layout and sizes of the device

@@ -14,6 +14,7 @@ call allocates nothing (a CUDA graph capture may record it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +116,21 @@ class BoundPlan:
             bound.append(BoundLaunch(functions[launch.name], *grid_block,  # type: ignore[arg-type]
                                      tuple(template), tuple(pointers), tuple(scalars)))
         return BoundPlan(tuple(bound), tuple(scratch))
+
+    def settled(self, values: Sequence[object], positions: frozenset[int]) -> BoundPlan:
+        """This plan with the free scalars taken from ``positions`` fixed to their values
+        in ``values``: for a caller whose own signature fixes them (a computation's origins,
+        a point kernel's border fill), so that its calls convert only the others."""
+        launches = []
+        for b in self.launches:
+            template = list(b.template)
+            for slot, i, t in b.scalars:
+                if i in positions:
+                    template[slot] = t(values[i])
+            launches.append(dataclasses.replace(
+                b, template=tuple(template),
+                scalars=tuple(x for x in b.scalars if x[1] not in positions)))
+        return BoundPlan(tuple(launches), self.scratch)
 
     def run(self, values: Sequence[object]) -> None:
         """Launch with this call's arrays and free scalars (``values``, by position)."""
