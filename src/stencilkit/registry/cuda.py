@@ -101,7 +101,7 @@ def plan_point(req: PointRequest, work: Work) -> Work:
     already constants), 32-bit indices, a thread per point (``shared_stages``)."""
     from ..targets.cuda import CUDA_PLATFORM
 
-    return shared_stages.plan_point_variants(req, work, CUDA_PLATFORM, narrow=True)
+    return shared_stages.plan_point_variants(req, work, CUDA_PLATFORM, covering=True)
 
 
 def plan_computation(req: ComputationRequest, work: Work) -> Work:

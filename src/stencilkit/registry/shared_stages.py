@@ -91,13 +91,13 @@ def hoist_rows_in_threads(req: Request, work: Work) -> Work:
     return work.but(kernels=tuple(hoist_row_bases(kf, Placement.THREAD) for kf in work.kernels))
 
 
-def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -> Work:
+def plan_point_variants(req: PointRequest, work: Work, platform, covering: bool) -> Work:
     """A GPU point kernel's own launch plan (``platform``: a ``GpuPlatform``): dimension 0
-    on the output's unit-stride axis, the layout's unit strides as constants and, where
-    ``narrow`` (CUDA), 32-bit indices and a thread per point; the entry plans the other
-    variants per call (``runtime.cuda_variants``) with ``facts["variants"]``. The variants
-    a call plans later are verified as they are planned (the driver's hook sees this
-    specialization's own plan only)."""
+    on the output's unit-stride axis, the layout's unit strides as constants, 32-bit
+    indices and, where ``covering`` (CUDA: OpenCL's NDRanges always cover), a thread per
+    point; the entry plans the other variants per call (``runtime.cuda_variants``) with
+    ``facts["variants"]``. The variants a call plans later are verified as they are planned
+    (the driver's hook sees this specialization's own plan only)."""
     from ..ir.verify import checked_plan
     from ..lower.point import OUT
     from ..targets.cuda_layout import Variant, specialize
@@ -109,13 +109,13 @@ def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -
     def plan(variant: Variant):
         return checked_plan(platform.plan(specialize(kf, variant),
                                           unit=(out, variant.unit_axis),
-                                          covering=narrow and variant.covering))
+                                          covering=covering and variant.covering))
 
     ndim = kernel.ndim
     units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, req.types)
              if unit and t.ndim == ndim}  # as runtime.cuda_variants.choose counts them
     own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())),
-                  narrow, narrow)
+                  True, covering)
     return work.but(plan=plan(own), facts={"variants": (own, plan)})
 
 
