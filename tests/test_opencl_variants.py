@@ -130,3 +130,20 @@ def test_point_kernels_run_32_bit_variants_too(monkeypatch):
     assert {(t, dim) for t, _, dim in declared} == {("long", "0"), ("int32_t", "1"),
                                                     ("int32_t", "2")}
     assert "const int64_t a_stride_0_" not in source
+
+
+def returns_its_scalar(a, s):
+    x = a[0] + a[0]  # noqa: F841
+    return s
+
+
+@pytest.mark.parametrize("backend", ["opencl", "cuda"])
+def test_a_value_assigned_after_its_declaration_keeps_its_type(backend):
+    """``sk_result`` (declared 0, then assigned the int64 scalar a kernel returns) is a
+    value, not an index: the 32-bit variant leaves it 64-bit (the verifier, on in the
+    tests, refused the kernel: hypothesis found it in test_border_modes on "opencl")."""
+    st = sk.stencil(func_or_mode="nearest", backend=backend)(returns_its_scalar)
+    source = st.generate(np.zeros(5), 2**40, backend=backend)
+    assert "int64_t sk_result = 0;" in source
+    if backend == "opencl":
+        np.testing.assert_array_equal(st(np.zeros(5), 2**40), np.full(5, 2**40))
