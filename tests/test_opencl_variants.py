@@ -127,9 +127,21 @@ def test_point_kernels_run_32_bit_variants_too(monkeypatch):
     np.testing.assert_array_equal(wide, narrow)
     source = st.generate(a, backend="opencl")
     declared = re.findall(r"const (\w+) (\w+) = .*get_global_id\((\d)\)", source)
-    assert {(t, dim) for t, _, dim in declared} == {("long", "0"), ("int32_t", "1"),
-                                                    ("int32_t", "2")}
+    # the border rows (b1 a stride apart on dimension 0), then the interior (i2 unit stride)
+    assert declared == [("int32_t", "b1", "0"), ("int32_t", "b0", "1"),
+                        ("long", "i2", "0"), ("int32_t", "i1", "1"), ("int32_t", "i0", "2")]
     assert "const int64_t a_stride_0_" not in source
+
+
+def test_a_dimension_0_a_stride_apart_keeps_a_32_bit_index():
+    """A sweep's work-item per column: dimension 0 is J, multiplied by its stride in every
+    address (K, the unit stride, is the serial loop inside): its index stays 32-bit, so that
+    no index multiply is a 64-bit one."""
+    exe = _executable(tridiagonal)
+    for launch in exe.plan.launches():
+        assert [d.counter.dtype for d in launch.dims] == [I32, I32]
+    assert "const int32_t j = (int32_t)get_global_id(0);" in exe.source
+    assert not re.search(r"const long \w+ = ", exe.source)
 
 
 def returns_its_scalar(a, s):

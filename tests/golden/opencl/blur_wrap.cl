@@ -70,7 +70,7 @@ __kernel void sk_blur_wrap_point_1(__global const double *sk_a_base, const long 
     int sk_error = 0;
     __global const double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long r0 = (long)get_global_id(0);
+    const int32_t r0 = (int32_t)get_global_id(0);
     if (r0 < a_shape_0_) {
         int64_t a_0_m1_ = r0 - 1 >= 0 && r0 - 1 < a_shape_0_ ? r0 - 1 : sk_mod_int64(r0 - 1, a_shape_0_);
         int64_t a_0_p0_ = r0 >= 0 && r0 < a_shape_0_ ? r0 : sk_mod_int64(r0, a_shape_0_);
@@ -94,7 +94,7 @@ __kernel void sk_blur_wrap_point_2(__global const double *sk_a_base, const long 
     int sk_error = 0;
     __global const double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long i0 = 1 + (long)get_global_id(0);
+    const int32_t i0 = 1 + (int32_t)get_global_id(0);
     if (i0 < a_shape_0_ - 1) {
         int64_t head = sk_min_int64(0, a_shape_1_);
         int64_t tail = sk_max_int64(head, a_shape_1_);

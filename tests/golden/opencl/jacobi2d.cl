@@ -63,7 +63,7 @@ __kernel void sk_jacobi2d_point_1(const int32_t a_shape_0_, const int32_t a_shap
 {
     int sk_error = 0;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long b0 = (long)get_global_id(0);
+    const int32_t b0 = (int32_t)get_global_id(0);
     if (b0 < a_shape_0_ && fill_border) {
         if (b0 >= 1 && b0 < a_shape_0_ - 1) {
             for (int32_t b1 = 0; b1 < sk_min_int64(1, a_shape_1_); ++b1) {

@@ -66,7 +66,7 @@ __kernel void sk_lap3d_point_1(const int32_t a_shape_0_, const int32_t a_shape_1
 {
     int sk_error = 0;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long b1 = (long)get_global_id(0);
+    const int32_t b1 = (int32_t)get_global_id(0);
     const int32_t b0 = (int32_t)get_global_id(1);
     if (b1 < a_shape_1_ && b0 < a_shape_0_ && fill_border) {
         if (b0 >= 1 && b0 < a_shape_0_ - 1 && (b1 >= 1 && b1 < a_shape_1_ - 1)) {

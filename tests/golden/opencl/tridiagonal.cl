@@ -84,7 +84,7 @@ __kernel void sk_tridiagonal_computation_1(__global double *sk_a_base, const lon
     __global double * restrict b_ = sk_b_base + sk_b_offset;
     __global double * restrict c_ = sk_c_base + sk_c_offset;
     __global double * restrict d_ = sk_d_base + sk_d_offset;
-    const long j = (long)get_global_id(0);
+    const int32_t j = (int32_t)get_global_id(0);
     const int32_t i = (int32_t)get_global_id(1);
     if (j < nj && i < ni) {
         double c_carried;
