@@ -75,7 +75,7 @@ def point_plans(c_order: bool) -> tuple[LaunchPlan, LaunchPlan]:
 
 def computation_plans(func) -> tuple[LaunchPlan, LaunchPlan]:
     """(CUDA, OpenCL) plans of a computation, each lowered by its backend's lowering; CUDA's
-    64-bit variant (its own plan indexes in 32 bits, as OpenCL's does not)."""
+    64-bit variant and OpenCL's unspecialized plan (both own plans index in 32 bits)."""
     entry = sk.stencil(func)._build(cuda_registry.BACKEND, None)[1].entry
     cuda, _ = entry.variants.build(Variant(2, frozenset(), False, False))
     st = sk.stencil(func, backend="numpy")

@@ -101,44 +101,16 @@ def plan_point(req: PointRequest, work: Work) -> Work:
     already constants), 32-bit indices, a thread per point (``shared_stages``)."""
     from ..targets.cuda import CUDA_PLATFORM
 
-    return shared_stages.plan_point_variants(req, work, CUDA_PLATFORM, narrow=True)
-
-
-def covering_field(req: ComputationRequest, work: Work) -> str | None:
-    """The first 3-D field the computation writes: a call's variant is chosen on its
-    geometry. Its extents bound every grid dimension (the domain lies inside it; stage
-    extents add a halo), so where they fit a grid (``runtime.cuda_variants``) the grids
-    cover the dimensions with a block of at least 2 on y and z: twice the limit checked."""
-    lowering = work.facts["lowering"]
-    written = {n for ms in req.sched.multistages for n in ms.written}
-    return next((b for b in lowering.buffers if b in written and lowering.axes[b] == "IJK"
-                 and b not in dict(req.defn.temporaries)), None)
+    return shared_stages.plan_point_variants(req, work, CUDA_PLATFORM, covering=True)
 
 
 def plan_computation(req: ComputationRequest, work: Work) -> Work:
-    """The computation's plan with 32-bit indices (origins, domain, strides, counters) and
-    grids that cover the dimensions (a thread per point or column, no grid-stride loops);
-    the entry plans the 64-bit or grid-stride variant for a call whose arrays need it
-    (``runtime.cuda_variants``) with ``facts["variants"]``. The lowering already put each
-    field's unit-stride loop innermost (grid x) and that stride as the constant 1, so the
-    variants differ in index width and grid loops only."""
-    from ..ir.verify import checked_plan
+    """The computation's plan with 32-bit indices and grids that cover the dimensions (a
+    thread per point or column, no grid-stride loops); the entry plans the 64-bit or
+    grid-stride variant for a call whose arrays need it (``shared_stages``)."""
     from ..targets.cuda import CUDA_PLATFORM
-    from ..targets.cuda_layout import Variant, specialize
 
-    (kf,) = work.kernels
-    can_cover = covering_field(req, work) is not None
-
-    def relevant(variant: Variant) -> Variant:
-        return Variant(2, frozenset(), variant.narrow, variant.covering and can_cover)
-
-    def plan(variant: Variant):
-        wanted = relevant(variant)
-        return checked_plan(CUDA_PLATFORM.plan(specialize(kf, wanted),
-                                               covering=wanted.covering))
-
-    own = relevant(Variant(2, frozenset(), True, True))
-    return work.but(plan=plan(own), facts={"variants": (own, plan, relevant)})
+    return shared_stages.plan_computation_variants(req, work, CUDA_PLATFORM, covering=True)
 
 
 def plan_parloop(req: ParLoopRequest, work: Work) -> Work:
@@ -197,15 +169,13 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
     from ..runtime.cuda import CudaEntry, Variants
 
     launch = work.described
-    buffers = tuple(work.facts["lowering"].buffers)
     own, plan, relevant = work.facts["variants"]
 
     def build(variant):
         planned = plan(variant)
         return planned, plan_source(planned)
 
-    # the variant is chosen on the written field's geometry (with every array's sizes)
-    out = covering_field(req, work) or next(b for b in buffers if b in launch.written)
+    out = shared_stages.variant_field(req, work)
     return work.but(entry=CudaEntry(work.plan, work.source, launch.entry_keys,
                                     launch.written, req.defn.name,
                                     variants=Variants(own, build, out, relevant)))

@@ -74,11 +74,12 @@ def plan(req: Request, work: Work) -> Work:
 
 
 def plan_point(req: PointRequest, work: Work) -> Work:
-    """As CUDA's: NDRange dimension 0 on the output's unit-stride axis and unit strides as
-    constants, but 64-bit indices (``runtime.opencl_launch`` says why)."""
+    """As CUDA's: NDRange dimension 0 on the output's unit-stride axis, unit strides as
+    constants and 32-bit indices (dimension 0's work-item index 64-bit:
+    ``targets.opencl.wide_first_index``); NDRanges always cover, so no covering variant."""
     from ..targets.opencl import OPENCL_PLATFORM
 
-    return shared_stages.plan_point_variants(req, work, OPENCL_PLATFORM, narrow=False)
+    return shared_stages.plan_point_variants(req, work, OPENCL_PLATFORM, covering=False)
 
 
 def print_program(req: Request, work: Work) -> Work:
@@ -87,23 +88,31 @@ def print_program(req: Request, work: Work) -> Work:
     return work.but(source=printer.program_source(work.plan))
 
 
+def _variants(plan, own, out: str, relevant=None):
+    """The other specializations a call may need, printed as OpenCL (``runtime.cuda_variants``;
+    ``plan``: variant -> launch plan, ``own``: the variant of the entry's own plan)."""
+    from ..codegen import opencl as printer
+    from ..runtime.cuda_variants import Variants
+
+    def build(variant):
+        planned = plan(variant)
+        return planned, printer.program_source(planned)
+
+    if relevant is None:
+        return Variants(own, build, out)
+    return Variants(own, build, out, relevant)
+
+
 def point_program(req: PointRequest, work: Work) -> Work:
     """The program, built by PyOpenCL per device on its first run (``runtime.opencl``)."""
-    from ..codegen import opencl as printer
     from ..lower.point import OUT
-    from ..runtime.cuda_variants import Variants
     from ..runtime.launch import standard_arrays
     from ..runtime.opencl_launch import Executable
 
     kernel = req.typed.kernel
     exe = Executable(work.plan, work.source, kernel.name)
     own, plan = work.facts["variants"]
-
-    def build(variant):
-        planned = plan(variant)
-        return planned, printer.program_source(planned)
-
-    exe.variants = Variants(own, build, OUT)
+    exe.variants = _variants(plan, own, OUT)
     exe.standard = standard_arrays(work.described, req.typed.neighborhood.border, req.mode,
                                    kernel.name, kernel.loc)
     return work.but(entry=exe)
@@ -123,10 +132,24 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
     return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
 
 
-def program(req: Request, work: Work) -> Work:
+def plan_computation(req: ComputationRequest, work: Work) -> Work:
+    """As CUDA's: the own plan indexes in 32 bits (origins, domain, strides, counters); a
+    call whose arrays need them gets the 64-bit variant (``shared_stages``). NDRanges are
+    rounded up to whole work-groups, so they always cover the domain."""
+    from ..targets.opencl import OPENCL_PLATFORM
+
+    return shared_stages.plan_computation_variants(req, work, OPENCL_PLATFORM, covering=False)
+
+
+def computation_program(req: ComputationRequest, work: Work) -> Work:
+    """The program, with the variants a call's arrays may need (``plan_computation``),
+    chosen on the written field's geometry (and every array's sizes) as CUDA's are."""
     from ..runtime.opencl_launch import Executable
 
-    return work.but(entry=Executable(work.plan, work.source, req.name))
+    exe = Executable(work.plan, work.source, req.name)
+    own, plan, relevant = work.facts["variants"]
+    exe.variants = _variants(plan, own, shared_stages.variant_field(req, work), relevant)
+    return work.but(entry=exe)
 
 
 def launch_computation(req: ComputationRequest, work: Work) -> Work:
@@ -134,8 +157,7 @@ def launch_computation(req: ComputationRequest, work: Work) -> Work:
     launch description lists."""
     from ..runtime.opencl_launch import OpenCLComputationCall
 
-    (kf,) = work.kernels
-    return work.but(entry=OpenCLComputationCall(work.entry, req.defn, work.described, kf.params))
+    return work.but(entry=OpenCLComputationCall(work.entry, req.defn, work.described))
 
 
 def race(req: ParLoopRequest) -> RaceMode:
@@ -210,8 +232,9 @@ BACKEND = Backend(
                              platform=_ref("plan_point"), print=_ref("print_program"),
                              toolchain=_ref("point_program")),
             computation=KindStages(lower=_ref("lower_computation"), transforms=(_SIMPLIFY, _HOIST),
-                                   platform=_ref("plan"),
-                                   print=_ref("print_program"), toolchain=_ref("program"),
+                                   platform=_ref("plan_computation"),
+                                   print=_ref("print_program"),
+                                   toolchain=_ref("computation_program"),
                                    launcher=_ref("launch_computation")),
             parloop=KindStages(lower=_ref("lower_parloop_kernel"),
                                lower_loop=_ref("lower_parloop_loop"), transforms=(_SIMPLIFY, _HOIST),

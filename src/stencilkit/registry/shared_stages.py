@@ -91,13 +91,13 @@ def hoist_rows_in_threads(req: Request, work: Work) -> Work:
     return work.but(kernels=tuple(hoist_row_bases(kf, Placement.THREAD) for kf in work.kernels))
 
 
-def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -> Work:
+def plan_point_variants(req: PointRequest, work: Work, platform, covering: bool) -> Work:
     """A GPU point kernel's own launch plan (``platform``: a ``GpuPlatform``): dimension 0
-    on the output's unit-stride axis, the layout's unit strides as constants and, where
-    ``narrow`` (CUDA), 32-bit indices and a thread per point; the entry plans the other
-    variants per call (``runtime.cuda_variants``) with ``facts["variants"]``. The variants
-    a call plans later are verified as they are planned (the driver's hook sees this
-    specialization's own plan only)."""
+    on the output's unit-stride axis, the layout's unit strides as constants, 32-bit
+    indices and, where ``covering`` (CUDA: OpenCL's NDRanges always cover), a thread per
+    point; the entry plans the other variants per call (``runtime.cuda_variants``) with
+    ``facts["variants"]``. The variants a call plans later are verified as they are planned
+    (the driver's hook sees this specialization's own plan only)."""
     from ..ir.verify import checked_plan
     from ..lower.point import OUT
     from ..targets.cuda_layout import Variant, specialize
@@ -109,14 +109,59 @@ def plan_point_variants(req: PointRequest, work: Work, platform, narrow: bool) -
     def plan(variant: Variant):
         return checked_plan(platform.plan(specialize(kf, variant),
                                           unit=(out, variant.unit_axis),
-                                          covering=narrow and variant.covering))
+                                          covering=covering and variant.covering))
 
     ndim = kernel.ndim
     units = {n for n, unit, t in zip(kernel.params, layout.unit_stride, req.types)
              if unit and t.ndim == ndim}  # as runtime.cuda_variants.choose counts them
     own = Variant(ndim - 1, frozenset(units | ({OUT} if layout.out_unit_stride else set())),
-                  narrow, narrow)
+                  True, covering)
     return work.but(plan=plan(own), facts={"variants": (own, plan)})
+
+
+def covering_field(req: ComputationRequest, work: Work) -> str | None:
+    """The first 3-D field the computation writes: a call's variant is chosen on its
+    geometry. Its extents bound every grid dimension (the domain lies inside it; stage
+    extents add a halo), so where they fit a grid (``runtime.cuda_variants``) the grids
+    cover the dimensions with a block of at least 2 on y and z: twice the limit checked."""
+    lowering = work.facts["lowering"]
+    written = {n for ms in req.sched.multistages for n in ms.written}
+    return next((b for b in lowering.buffers if b in written and lowering.axes[b] == "IJK"
+                 and b not in dict(req.defn.temporaries)), None)
+
+
+def variant_field(req: ComputationRequest, work: Work) -> str:
+    """The array whose geometry (with every array's sizes) chooses a GPU computation call's
+    variant: ``covering_field``, else the first written buffer."""
+    written = work.described.written
+    return covering_field(req, work) or next(b for b in work.facts["lowering"].buffers
+                                             if b in written)
+
+
+def plan_computation_variants(req: ComputationRequest, work: Work, platform,
+                              covering: bool) -> Work:
+    """A GPU computation's own launch plan (``platform``: a ``GpuPlatform``) with 32-bit
+    indices (origins, domain, strides, counters) and, where ``covering`` (CUDA: OpenCL's
+    NDRanges always cover) and a written field bounds the grids, grids that cover the
+    dimensions; the entry plans the 64-bit or grid-stride variant for a call whose arrays
+    need it (``runtime.cuda_variants``) with ``facts["variants"]``: (own, plan, relevant).
+    The lowering already put each field's unit-stride loop innermost (dimension 0) and that
+    stride as the constant 1, so the variants differ in index width and grid loops only."""
+    from ..ir.verify import checked_plan
+    from ..targets.cuda_layout import Variant, specialize
+
+    (kf,) = work.kernels
+    can_cover = covering and covering_field(req, work) is not None
+
+    def relevant(variant: Variant) -> Variant:
+        return Variant(2, frozenset(), variant.narrow, variant.covering and can_cover)
+
+    def plan(variant: Variant):
+        wanted = relevant(variant)
+        return checked_plan(platform.plan(specialize(kf, wanted), covering=wanted.covering))
+
+    own = relevant(Variant(2, frozenset(), True, True))
+    return work.but(plan=plan(own), facts={"variants": (own, plan, relevant)})
 
 
 def launch_computation(req: ComputationRequest, work: Work) -> Work:

@@ -42,8 +42,9 @@ class Executable:
         self.status_buf = ocl.pyopencl().Buffer(
             self.rt.context, ocl.pyopencl().mem_flags.READ_WRITE, 4)
         self.standard: StandardArrays | None = None  # a point kernel's (checked per call)
-        #: a point kernel's other specializations by layout and index width (built on
-        #: first use, as CUDA's: runtime.cuda_variants); this one is ``variants.own``
+        #: a point kernel's or computation's other specializations by layout and index
+        #: width (built on first use, as CUDA's: runtime.cuda_variants); this one is
+        #: ``variants.own``
         self.variants: Variants | None = None
         self._variants: dict[Variant, Executable] = {}
 
@@ -53,11 +54,9 @@ class Executable:
         if self.variants is None:
             return self
         geometry = {n: (v.shape, v.strides) for n, v in views.items()}
-        # NDRanges are rounded up to whole work-groups: they always cover the extents. The
-        # indices stay 64-bit: on PoCL's CPU device 32-bit ones ran lap3d 1.5x slower
-        # (96^3: 1.57 against 1.01 ms), where on a GPU they halve a thread's registers
-        wanted = dataclasses.replace(choose_elements(geometry, self.variants.out),
-                                     covering=False, narrow=False)
+        # NDRanges are rounded up to whole work-groups: they always cover the extents
+        wanted = self.variants.relevant(dataclasses.replace(
+            choose_elements(geometry, self.variants.out), covering=False))
         if wanted == self.variants.own:
             return self
         exe = self._variants.get(wanted)
@@ -205,12 +204,11 @@ class OpenCLComputationCall:
     """A computation on the OpenCL device, called as ``call(values, temporaries,
     geometry)``: the arrays its launch description lists copied to the device (temporaries
     live there only), its origins, scalars and extents bound by their keys, the plan run,
-    and the fields it says are written copied back. ``params``: the kernel's parameters,
-    whose values ``bind`` derives from these."""
+    and the fields it says are written copied back. The plan is the executable's variant
+    for the call's arrays (32-bit indices where they fit, as CUDA's)."""
 
-    def __init__(self, exe: Executable, defn, launch: abi.LaunchDescription,
-                 params: tuple[k.Symbol, ...]) -> None:
-        self.exe, self.defn, self.params = exe, defn, params
+    def __init__(self, exe: Executable, defn, launch: abi.LaunchDescription) -> None:
+        self.exe, self.defn = exe, defn
         self.field_names = frozenset(f.name for f in defn.fields)
         self.arrays = tuple(p.key for p in launch.arguments if p.pointer)
         self.written = launch.written & self.field_names
@@ -239,7 +237,8 @@ class OpenCLComputationCall:
             scalars[key] = t.type(values[key])
         for key, axis in self.domain:
             scalars[key] = geo.domain[axis]
-        status = self.exe.run(bind(self.params, views, scalars))  # type: ignore[arg-type]
+        exe = self.exe.variant(views)  # type: ignore[arg-type]
+        status = exe.run(bind(exe.plan.kernel.params, views, scalars))  # type: ignore[arg-type]
         for n in self.written:
             ocl.from_device(rt, views[n], hosts[n], values[n])
         if status:

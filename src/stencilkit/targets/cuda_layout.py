@@ -74,11 +74,15 @@ def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:
         return None
 
     if variant.narrow:  # counters first: their uses in loop bodies are rewritten below
+        # a variable assigned after its declaration (a point kernel's sk_result = s) holds
+        # a value, not an index computed once: it keeps its type
+        assigned = {n.symbol.name for s in kf.body for n in walk(s) if isinstance(n, k.SetSym)}
         for s in kf.body:
             for n in walk(s):
                 if isinstance(n, k.Loop) and _internal(n.counter):
                     retyped[n.counter.name] = dataclasses.replace(n.counter, dtype=INDEX32)
-                elif isinstance(n, k.Declare) and _narrowable(n, retyped, constant):
+                elif isinstance(n, k.Declare) and n.symbol.name not in assigned \
+                        and _narrowable(n, retyped, constant):
                     # an index computed from 32-bit ones only (a hoisted row base): 32-bit too
                     retyped[n.symbol.name] = dataclasses.replace(n.symbol, dtype=INDEX32)
     body = tuple(rewrite(s, node) for s in kf.body)

@@ -4,6 +4,10 @@ A launch is a ``__kernel`` function over an NDRange; dimension 0 is ``get_global
 OpenCL C has no complex types (the backend refuses complex dtypes) and atomic adds only
 (``atomic_add_supported``: a ParLoop that needs another colours instead).
 
+Index width: a 32-bit variant (``targets.cuda_layout``, chosen per call as CUDA's) keeps the
+work-item index of NDRange dimension 0 64-bit where it runs along the unit stride
+(``wide_first_index``); every other index, shape, stride, origin and row base is 32-bit.
+
 Reductions (a ParLoop's Globals): the planner makes the local arrays they reduce into device
 scratch arrays. In the parallel loop each work-item accumulates into a private copy
 (initialized to the identity) over its iterations; the work-group then combines its copies
@@ -21,6 +25,7 @@ import numpy as np
 from .. import dtypes
 from ..codegen.cfamily import type_suffix
 from ..ir import kernel as k
+from ..ir.core import Node, rewrite, walk
 from ..ir.host_eval import evaluate  # noqa: F401 (re-exported: the runtimes' evaluator)
 from ..ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step  # noqa: F401
 from ..lower.parallel_nests import mark_parallel_nests  # noqa: F401 (platform.mark_parallel_nests)
@@ -33,6 +38,10 @@ class OpenCLPlatform(GpuPlatform):
     math functions are overloaded by type (``sqrt`` for float and double, no ``sqrtf``)."""
 
     name = "opencl"
+
+    def plan(self, kf: k.KernelFunction, unit: tuple[str, int] | None = None,
+             covering: bool = False) -> LaunchPlan:
+        return wide_first_index(super().plan(kf, unit, covering))
 
     def thread_index(self, dim: int, ctype: str) -> tuple[str, str | None]:
         # the NDRange is rounded up to whole work-groups: it always covers the dimension
@@ -66,6 +75,75 @@ OPENCL_PLATFORM = OpenCLPlatform()
 def plan(kf: k.KernelFunction, unit: tuple[str, int] | None = None) -> LaunchPlan:
     """The launches of ``kf`` (``GpuPlatform.plan``)."""
     return OPENCL_PLATFORM.plan(kf, unit)
+
+
+def wide_first_index(plan: LaunchPlan) -> LaunchPlan:
+    """``plan`` with the counter of each launch's dimension 0 declared 64-bit where a 32-bit
+    variant narrowed it. PoCL's CPU device runs a work-group as a loop over dimension 0 and
+    vectorizes it only where it can prove the addresses consecutive: ``(int)get_global_id(0)``
+    (a truncation) hides that, and lap3d ran 1.2-1.5x slower than with 64-bit indices. With
+    a ``long`` index and 32-bit row bases, an address is one sign extension and one 64-bit
+    add, and the 32-bit variant runs as fast as the 64-bit one (docs/opencl.md). The
+    expressions already compute in 64 bits where they mix (``targets.cuda_layout``), so only
+    the declarations change. A dimension 0 whose index is multiplied (a stride apart: the
+    border rows of a point kernel, a wrap-mode kernel's rows) keeps it 32-bit, so that no
+    index multiply is a 64-bit one; its addresses are not consecutive anyway."""
+    def widen(launch: Launch) -> Launch:
+        if not launch.dims or launch.dims[0].counter.dtype == k.INDEX \
+                or _multiplied(launch.dims[0].counter.name, launch):
+            return launch
+        first = launch.dims[0]
+        wide = dataclasses.replace(first.counter, dtype=k.INDEX)
+
+        def node(n: Node) -> Node | None:
+            if isinstance(n, k.Sym) and n.symbol.name == wide.name:
+                return dataclasses.replace(n, symbol=wide)
+            return None
+
+        def stmts(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
+            return tuple(rewrite(s, node) for s in body)
+
+        return dataclasses.replace(
+            launch, dims=(dataclasses.replace(first, counter=wide), *launch.dims[1:]),
+            conditions=tuple(rewrite(c, node) for c in launch.conditions),
+            body=stmts(launch.body), prologue=stmts(launch.prologue),
+            epilogue=stmts(launch.epilogue))
+
+    def steps(body: tuple[Step, ...]) -> tuple[Step, ...]:
+        return tuple(widen(s) if isinstance(s, Launch)
+                     else dataclasses.replace(s, body=steps(s.body)) for s in body)
+
+    return dataclasses.replace(plan, steps=steps(plan.steps))
+
+
+def _multiplied(name: str, launch: Launch) -> bool:
+    """Whether ``launch`` multiplies the index ``name``: by a stride that is not the constant
+    1 in an element's address, or in an expression (a row base)."""
+    for s in (*launch.prologue, *launch.body, *launch.epilogue):
+        for n in walk(s):
+            if isinstance(n, k.Op) and n.op == "*" and any(_in_index(a, name) for a in n.args):
+                return True
+            if isinstance(n, (k.Load, k.Store, k.Address, k.AtomicUpdate)) and any(
+                    _in_index(i, name) and not _unit(st)
+                    for i, st in zip(n.indices, n.buffer.strides)):
+                return True
+    return False
+
+
+def _in_index(e: k.Expr, name: str) -> bool:
+    """``name`` is a term of the integer expression ``e`` (not of an index of a load in it)."""
+    match e:
+        case k.Sym(symbol=s):
+            return s.name == name
+        case k.Op(args=args):
+            return any(_in_index(a, name) for a in args)
+        case k.Convert(value=v):
+            return _in_index(v, name)
+    return False
+
+
+def _unit(e: k.Expr) -> bool:
+    return isinstance(e, k.Constant) and int(e.value) == 1
 
 
 def atomic_add_supported(t: np.dtype) -> bool:

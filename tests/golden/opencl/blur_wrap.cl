@@ -65,21 +65,21 @@ static inline int64_t sk_mod_int64(int64_t a, int64_t b) {
  * sk_blur_wrap_point_2: i0 in [1, a_shape_0_ - 1)
  * sk_blur_wrap_point_3: i0 in [1, a_shape_0_ - 1) x i1 in [0, a_shape_1_)
  */
-__kernel void sk_blur_wrap_point_1(__global const double *sk_a_base, const long sk_a_offset, const int64_t a_shape_0_, const int64_t a_shape_1_, const int64_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int64_t out_stride_0, __global int *sk_status)
+__kernel void sk_blur_wrap_point_1(__global const double *sk_a_base, const long sk_a_offset, const int32_t a_shape_0_, const int32_t a_shape_1_, const int32_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int32_t out_stride_0, __global int *sk_status)
 {
     int sk_error = 0;
     __global const double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long r0 = (long)get_global_id(0);
+    const int32_t r0 = (int32_t)get_global_id(0);
     if (r0 < a_shape_0_) {
         int64_t a_0_m1_ = r0 - 1 >= 0 && r0 - 1 < a_shape_0_ ? r0 - 1 : sk_mod_int64(r0 - 1, a_shape_0_);
         int64_t a_0_p0_ = r0 >= 0 && r0 < a_shape_0_ ? r0 : sk_mod_int64(r0, a_shape_0_);
         int64_t a_0_p1_ = r0 + 1 >= 0 && r0 + 1 < a_shape_0_ ? r0 + 1 : sk_mod_int64(r0 + 1, a_shape_0_);
         if (r0 < 1 || r0 >= a_shape_0_ - 1) {
-            int64_t a_row = a_0_m1_ * a_stride_0_;
+            int32_t a_row = (int32_t)(a_0_m1_ * a_stride_0_);
             int64_t a_row2 = a_0_p0_ * a_stride_0_;
             int64_t a_row3 = a_0_p1_ * a_stride_0_;
-            for (int64_t r1 = 0; r1 < a_shape_1_; ++r1) {
+            for (int32_t r1 = 0; r1 < a_shape_1_; ++r1) {
                 int64_t a_1_p0_1_ = r1 >= 0 && r1 < a_shape_1_ ? r1 : sk_mod_int64(r1, a_shape_1_);
                 /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
                 double sk_result = (a_[a_row + a_1_p0_1_] + 2.0 * a_[a_row2 + a_1_p0_1_] + a_[a_row3 + a_1_p0_1_]) * 0.25;
@@ -89,17 +89,17 @@ __kernel void sk_blur_wrap_point_1(__global const double *sk_a_base, const long 
     }
     if (sk_error) *sk_status = sk_error;
 }
-__kernel void sk_blur_wrap_point_2(__global const double *sk_a_base, const long sk_a_offset, const int64_t a_shape_0_, const int64_t a_shape_1_, const int64_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int64_t out_stride_0, __global int *sk_status)
+__kernel void sk_blur_wrap_point_2(__global const double *sk_a_base, const long sk_a_offset, const int32_t a_shape_0_, const int32_t a_shape_1_, const int32_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int32_t out_stride_0, __global int *sk_status)
 {
     int sk_error = 0;
     __global const double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long i0 = 1 + (long)get_global_id(0);
+    const int32_t i0 = 1 + (int32_t)get_global_id(0);
     if (i0 < a_shape_0_ - 1) {
         int64_t head = sk_min_int64(0, a_shape_1_);
         int64_t tail = sk_max_int64(head, a_shape_1_);
-        int64_t a_row = i0 * a_stride_0_;
-        for (int64_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
+        int32_t a_row = (int32_t)(i0 * a_stride_0_);
+        for (int32_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
             int64_t b1 = t < head ? t : t - head + tail;
             int64_t a_1_p0_ = b1 >= 0 && b1 < a_shape_1_ ? b1 : sk_mod_int64(b1, a_shape_1_);
             /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
@@ -109,15 +109,15 @@ __kernel void sk_blur_wrap_point_2(__global const double *sk_a_base, const long 
     }
     if (sk_error) *sk_status = sk_error;
 }
-__kernel void sk_blur_wrap_point_3(__global const double *sk_a_base, const long sk_a_offset, const int64_t a_shape_0_, const int64_t a_shape_1_, const int64_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int64_t out_stride_0, __global int *sk_status)
+__kernel void sk_blur_wrap_point_3(__global const double *sk_a_base, const long sk_a_offset, const int32_t a_shape_0_, const int32_t a_shape_1_, const int32_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int32_t out_stride_0, __global int *sk_status)
 {
     int sk_error = 0;
     __global const double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict out = sk_outbase + sk_outoffset;
     const long i1 = (long)get_global_id(0);
-    const long i0 = 1 + (long)get_global_id(1);
+    const int32_t i0 = 1 + (int32_t)get_global_id(1);
     if (i1 < a_shape_1_ && i0 < a_shape_0_ - 1) {
-        int64_t a_row = i0 * a_stride_0_;
+        int32_t a_row = (int32_t)(i0 * a_stride_0_);
         /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
         double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
         out[i0 * out_stride_0 + i1] = sk_result;

@@ -70,18 +70,18 @@ static inline int64_t sk_max_int64(int64_t a, int64_t b) { return (b > a) ? b : 
 /* Host steps:
  * sk_hdiff_computation_1: i in [0, ni) x j in [0, nj) x k in [0, sk_max_int64(0, nk))
  */
-__kernel void sk_hdiff_computation_1(__global double *sk_in_field_base, const long sk_in_field_offset, const int64_t in_field_stride_0_, const int64_t in_field_stride_1_, __global double *sk_out_field_base, const long sk_out_field_offset, const int64_t out_field_stride_0_, const int64_t out_field_stride_1_, __global double *sk_coeff_base, const long sk_coeff_offset, const int64_t coeff_stride_0_, const int64_t coeff_stride_1_, const int64_t in_field_origin_I_, const int64_t in_field_origin_J_, const int64_t in_field_origin_K_, const int64_t out_field_origin_I_, const int64_t out_field_origin_J_, const int64_t out_field_origin_K_, const int64_t coeff_origin_I_, const int64_t coeff_origin_J_, const int64_t coeff_origin_K_, const int64_t ni, const int64_t nj, const int64_t nk, __global int *sk_status)
+__kernel void sk_hdiff_computation_1(__global double *sk_in_field_base, const long sk_in_field_offset, const int32_t in_field_stride_0_, const int32_t in_field_stride_1_, __global double *sk_out_field_base, const long sk_out_field_offset, const int32_t out_field_stride_0_, const int32_t out_field_stride_1_, __global double *sk_coeff_base, const long sk_coeff_offset, const int32_t coeff_stride_0_, const int32_t coeff_stride_1_, const int32_t in_field_origin_I_, const int32_t in_field_origin_J_, const int32_t in_field_origin_K_, const int32_t out_field_origin_I_, const int32_t out_field_origin_J_, const int32_t out_field_origin_K_, const int32_t coeff_origin_I_, const int32_t coeff_origin_J_, const int32_t coeff_origin_K_, const int32_t ni, const int32_t nj, const int32_t nk, __global int *sk_status)
 {
     int sk_error = 0;
     __global double * restrict in_field_ = sk_in_field_base + sk_in_field_offset;
     __global double * restrict out_field_ = sk_out_field_base + sk_out_field_offset;
     __global double * restrict coeff_ = sk_coeff_base + sk_coeff_offset;
     const long k = (long)get_global_id(0);
-    const long j = (long)get_global_id(1);
-    const long i = (long)get_global_id(2);
+    const int32_t j = (int32_t)get_global_id(1);
+    const int32_t i = (int32_t)get_global_id(2);
     if (k < sk_max_int64(0, nk) && j < nj && i < ni) {
-        int64_t in_field_row = (in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_;
-        int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + (coeff_origin_J_ + j) * coeff_stride_1_ + coeff_origin_K_;
+        int32_t in_field_row = (int32_t)((in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_);
+        int32_t coeff_row = (int32_t)((coeff_origin_I_ + i) * coeff_stride_0_ + (coeff_origin_J_ + j) * coeff_stride_1_ + coeff_origin_K_);
         /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
         double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + k] - (in_field_[in_field_row + 2 * in_field_stride_0_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k]);
         /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */

@@ -59,36 +59,36 @@ static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : 
  * sk_jacobi2d_point_1: b0 in [0, a_shape_0_)
  * sk_jacobi2d_point_2: i0 in [1, a_shape_0_ - 1) x i1 in [1, a_shape_1_ - 1)
  */
-__kernel void sk_jacobi2d_point_1(const int64_t a_shape_0_, const int64_t a_shape_1_, __global double *sk_outbase, const long sk_outoffset, const int64_t out_stride_0, const uchar fill_border, const double cval, __global int *sk_status)
+__kernel void sk_jacobi2d_point_1(const int32_t a_shape_0_, const int32_t a_shape_1_, __global double *sk_outbase, const long sk_outoffset, const int32_t out_stride_0, const uchar fill_border, const double cval, __global int *sk_status)
 {
     int sk_error = 0;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long b0 = (long)get_global_id(0);
+    const int32_t b0 = (int32_t)get_global_id(0);
     if (b0 < a_shape_0_ && fill_border) {
         if (b0 >= 1 && b0 < a_shape_0_ - 1) {
-            for (int64_t b1 = 0; b1 < sk_min_int64(1, a_shape_1_); ++b1) {
+            for (int32_t b1 = 0; b1 < sk_min_int64(1, a_shape_1_); ++b1) {
                 out[b0 * out_stride_0 + b1] = cval;
             }
-            for (int64_t b1 = sk_max_int64(sk_min_int64(1, a_shape_1_), a_shape_1_ - 1); b1 < a_shape_1_; ++b1) {
+            for (int32_t b1 = sk_max_int64(sk_min_int64(1, a_shape_1_), a_shape_1_ - 1); b1 < a_shape_1_; ++b1) {
                 out[b0 * out_stride_0 + b1] = cval;
             }
         } else {
-            for (int64_t b1 = 0; b1 < a_shape_1_; ++b1) {
+            for (int32_t b1 = 0; b1 < a_shape_1_; ++b1) {
                 out[b0 * out_stride_0 + b1] = cval;
             }
         }
     }
     if (sk_error) *sk_status = sk_error;
 }
-__kernel void sk_jacobi2d_point_2(__global const double *sk_a_base, const long sk_a_offset, const int64_t a_shape_0_, const int64_t a_shape_1_, const int64_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int64_t out_stride_0, __global int *sk_status)
+__kernel void sk_jacobi2d_point_2(__global const double *sk_a_base, const long sk_a_offset, const int32_t a_shape_0_, const int32_t a_shape_1_, const int32_t a_stride_0_, __global double *sk_outbase, const long sk_outoffset, const int32_t out_stride_0, __global int *sk_status)
 {
     int sk_error = 0;
     __global const double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict out = sk_outbase + sk_outoffset;
     const long i1 = 1 + (long)get_global_id(0);
-    const long i0 = 1 + (long)get_global_id(1);
+    const int32_t i0 = 1 + (int32_t)get_global_id(1);
     if (i1 < a_shape_1_ - 1 && i0 < a_shape_0_ - 1) {
-        int64_t a_row = i0 * a_stride_0_;
+        int32_t a_row = (int32_t)(i0 * a_stride_0_);
         /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
         double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
         out[i0 * out_stride_0 + i1] = sk_result;

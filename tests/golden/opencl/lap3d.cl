@@ -62,38 +62,38 @@ static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : 
  * sk_lap3d_point_1: b0 in [0, a_shape_0_) x b1 in [0, a_shape_1_)
  * sk_lap3d_point_2: i0 in [1, a_shape_0_ - 1) x i1 in [1, a_shape_1_ - 1) x i2 in [1, a_shape_2_ - 1)
  */
-__kernel void sk_lap3d_point_1(const int64_t a_shape_0_, const int64_t a_shape_1_, const int64_t a_shape_2_, __global double *sk_outbase, const long sk_outoffset, const int64_t out_stride_0, const int64_t out_stride_1, const uchar fill_border, const double cval, __global int *sk_status)
+__kernel void sk_lap3d_point_1(const int32_t a_shape_0_, const int32_t a_shape_1_, const int32_t a_shape_2_, __global double *sk_outbase, const long sk_outoffset, const int32_t out_stride_0, const int32_t out_stride_1, const uchar fill_border, const double cval, __global int *sk_status)
 {
     int sk_error = 0;
     __global double * restrict out = sk_outbase + sk_outoffset;
-    const long b1 = (long)get_global_id(0);
-    const long b0 = (long)get_global_id(1);
+    const int32_t b1 = (int32_t)get_global_id(0);
+    const int32_t b0 = (int32_t)get_global_id(1);
     if (b1 < a_shape_1_ && b0 < a_shape_0_ && fill_border) {
         if (b0 >= 1 && b0 < a_shape_0_ - 1 && (b1 >= 1 && b1 < a_shape_1_ - 1)) {
-            for (int64_t b2 = 0; b2 < sk_min_int64(1, a_shape_2_); ++b2) {
+            for (int32_t b2 = 0; b2 < sk_min_int64(1, a_shape_2_); ++b2) {
                 out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
             }
-            for (int64_t b2 = sk_max_int64(sk_min_int64(1, a_shape_2_), a_shape_2_ - 1); b2 < a_shape_2_; ++b2) {
+            for (int32_t b2 = sk_max_int64(sk_min_int64(1, a_shape_2_), a_shape_2_ - 1); b2 < a_shape_2_; ++b2) {
                 out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
             }
         } else {
-            for (int64_t b2 = 0; b2 < a_shape_2_; ++b2) {
+            for (int32_t b2 = 0; b2 < a_shape_2_; ++b2) {
                 out[b0 * out_stride_0 + b1 * out_stride_1 + b2] = cval;
             }
         }
     }
     if (sk_error) *sk_status = sk_error;
 }
-__kernel void sk_lap3d_point_2(__global const double *sk_a_base, const long sk_a_offset, const int64_t a_shape_0_, const int64_t a_shape_1_, const int64_t a_shape_2_, const int64_t a_stride_0_, const int64_t a_stride_1_, __global double *sk_outbase, const long sk_outoffset, const int64_t out_stride_0, const int64_t out_stride_1, __global int *sk_status)
+__kernel void sk_lap3d_point_2(__global const double *sk_a_base, const long sk_a_offset, const int32_t a_shape_0_, const int32_t a_shape_1_, const int32_t a_shape_2_, const int32_t a_stride_0_, const int32_t a_stride_1_, __global double *sk_outbase, const long sk_outoffset, const int32_t out_stride_0, const int32_t out_stride_1, __global int *sk_status)
 {
     int sk_error = 0;
     __global const double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict out = sk_outbase + sk_outoffset;
     const long i2 = 1 + (long)get_global_id(0);
-    const long i1 = 1 + (long)get_global_id(1);
-    const long i0 = 1 + (long)get_global_id(2);
+    const int32_t i1 = 1 + (int32_t)get_global_id(1);
+    const int32_t i0 = 1 + (int32_t)get_global_id(2);
     if (i2 < a_shape_2_ - 1 && i1 < a_shape_1_ - 1 && i0 < a_shape_0_ - 1) {
-        int64_t a_row = i0 * a_stride_0_ + i1 * a_stride_1_;
+        int32_t a_row = (int32_t)(i0 * a_stride_0_ + i1 * a_stride_1_);
         /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
         double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
         out[i0 * out_stride_0 + i1 * out_stride_1 + i2] = sk_result;

@@ -77,22 +77,22 @@ static inline int64_t sk_min_int64(int64_t a, int64_t b) { return (b < a) ? b : 
 /* Host steps:
  * sk_tridiagonal_computation_1: i in [0, ni) x j in [0, nj)
  */
-__kernel void sk_tridiagonal_computation_1(__global double *sk_a_base, const long sk_a_offset, const int64_t a_stride_0_, const int64_t a_stride_1_, __global double *sk_b_base, const long sk_b_offset, const int64_t b_stride_0_, const int64_t b_stride_1_, __global double *sk_c_base, const long sk_c_offset, const int64_t c_stride_0_, const int64_t c_stride_1_, __global double *sk_d_base, const long sk_d_offset, const int64_t d_stride_0_, const int64_t d_stride_1_, const int64_t a_origin_I_, const int64_t a_origin_J_, const int64_t a_origin_K_, const int64_t b_origin_I_, const int64_t b_origin_J_, const int64_t b_origin_K_, const int64_t c_origin_I_, const int64_t c_origin_J_, const int64_t c_origin_K_, const int64_t d_origin_I_, const int64_t d_origin_J_, const int64_t d_origin_K_, const int64_t ni, const int64_t nj, const int64_t nk, __global int *sk_status)
+__kernel void sk_tridiagonal_computation_1(__global double *sk_a_base, const long sk_a_offset, const int32_t a_stride_0_, const int32_t a_stride_1_, __global double *sk_b_base, const long sk_b_offset, const int32_t b_stride_0_, const int32_t b_stride_1_, __global double *sk_c_base, const long sk_c_offset, const int32_t c_stride_0_, const int32_t c_stride_1_, __global double *sk_d_base, const long sk_d_offset, const int32_t d_stride_0_, const int32_t d_stride_1_, const int32_t a_origin_I_, const int32_t a_origin_J_, const int32_t a_origin_K_, const int32_t b_origin_I_, const int32_t b_origin_J_, const int32_t b_origin_K_, const int32_t c_origin_I_, const int32_t c_origin_J_, const int32_t c_origin_K_, const int32_t d_origin_I_, const int32_t d_origin_J_, const int32_t d_origin_K_, const int32_t ni, const int32_t nj, const int32_t nk, __global int *sk_status)
 {
     int sk_error = 0;
     __global double * restrict a_ = sk_a_base + sk_a_offset;
     __global double * restrict b_ = sk_b_base + sk_b_offset;
     __global double * restrict c_ = sk_c_base + sk_c_offset;
     __global double * restrict d_ = sk_d_base + sk_d_offset;
-    const long j = (long)get_global_id(0);
-    const long i = (long)get_global_id(1);
+    const int32_t j = (int32_t)get_global_id(0);
+    const int32_t i = (int32_t)get_global_id(1);
     if (j < nj && i < ni) {
         double c_carried;
         double d_carried;
-        int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
-        int64_t b_row = (b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_;
-        int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
-        for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
+        int32_t c_row = (int32_t)((c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_);
+        int32_t b_row = (int32_t)((b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_);
+        int32_t d_row = (int32_t)((d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_);
+        for (int32_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
             /* corpus.py:47  c = c / b */
             c_carried = c_[c_row + k] / b_[b_row + k];
             c_[(c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_ + k] = c_carried;
@@ -100,8 +100,8 @@ __kernel void sk_tridiagonal_computation_1(__global double *sk_a_base, const lon
             d_carried = d_[d_row + k] / b_[b_row + k];
             d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried;
         }
-        int64_t a_row = (a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_;
-        for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
+        int32_t a_row = (int32_t)((a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_);
+        for (int32_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
             /* corpus.py:50  m = 1.0 / (b - a * c[0, 0, -1]) */
             double m_ = 1.0 / (b_[b_row + k] - a_[a_row + k] * c_carried);
             /* corpus.py:51  c = c * m */
@@ -111,7 +111,7 @@ __kernel void sk_tridiagonal_computation_1(__global double *sk_a_base, const lon
             d_carried = (d_[d_row + k] - a_[a_row + k] * d_carried) * m_;
             d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried;
         }
-        for (int64_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
+        for (int32_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
             /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
             d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_[d_row + k] - c_[c_row + k] * d_[d_row + k + 1];
         }
