@@ -273,7 +273,12 @@ def test_against_scipy_generic_filter(mode, backend):
 
 @st.composite
 def mode_cases(draw):
-    source, name, ndim, arrays, scalar = draw(kernels())
+    # the reference runs the kernel in CPython, whose arithmetic is Numba's in float64 but not
+    # once a float32 cast meets a Python int (``min(abs(x), 1) - numba.float32(y)`` is float32
+    # in NumPy's promotion, float64 in Numba's typing): kernels with casts are compared with
+    # Numba itself in test_properties.py
+    source, name, ndim, arrays, scalar = draw(
+        kernels().filter(lambda k: "numba.float32" not in k[0]))
     shape = tuple(draw(st.integers(1, 6)) for _ in range(ndim))
     extras = [tuple(draw(st.sampled_from([0, 0, 1, 3])) for _ in range(ndim)) for _ in arrays]
     extras[0] = (0,) * ndim
