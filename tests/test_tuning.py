@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import random
 import re
 import time
 
@@ -152,6 +153,43 @@ def test_the_budget_bounds_the_timed_runs():
                                       budget_s=0.01)
     assert len(calls) == 2  # the untimed first run and one round: the budget was spent
     assert spent < 0.2
+
+
+
+def _noisy_choice(costs, seed, jitter=0.03, burst_p=0.15):
+    """``tuning.fastest``'s choice where every run of a candidate costs its ``costs`` entry
+    times a few percent of jitter, and a busy neighbour's bursts (each starting with
+    probability ``burst_p`` per run, lasting 1-3 runs) slow runs by 5-100%: a simulated
+    shared machine, as seen through an injected timer."""
+    rng = random.Random(seed)
+    clock, burst = [0.0], [0]
+
+    def run(v):
+        def go():
+            if burst[0] == 0 and rng.random() < burst_p:
+                burst[0] = rng.randint(1, 3)
+            t = costs[v] * rng.lognormvariate(0.0, jitter)
+            if burst[0]:
+                t *= 1.0 + rng.uniform(0.05, 1.0)
+                burst[0] -= 1
+            clock[0] += t
+        return go
+
+    choice, _, _ = tuning.fastest([(v, run(v)) for v in costs], budget_s=1e9,
+                                  timer=lambda: clock[0])
+    return choice
+
+
+def test_the_choice_holds_on_a_busy_machine():
+    """Two equal candidates: the default stays in at least 91% of 1000 simulated busy
+    machines (choosing by the best times alone, the old rule, switched in 16%); a
+    candidate 10% faster is still found in at least 93% (the old rule: 99%)."""
+    other, fast = Variant(vector_bits=256), Variant(vector_bits=512)
+    switched = sum(_noisy_choice({DEFAULT: 1.0, other: 1.0}, s) != DEFAULT
+                   for s in range(1000))
+    assert switched <= 90
+    found = sum(_noisy_choice({DEFAULT: 1.0, fast: 0.9}, s) == fast for s in range(1000))
+    assert found >= 930
 
 
 # ---------------------------------------------------------------- bit-identical variants
