@@ -18,6 +18,7 @@ import pytest
 import stencilkit as sk
 from stencilkit.build import cache, machine, toolchain, tuning
 from stencilkit.build.tuning import DEFAULT, Variant
+from stencilkit.compile import driver
 from stencilkit.gtscript import PARALLEL, Field, computation, interval
 from stencilkit.registry import c_autotune
 from stencilkit_apps import definitions
@@ -279,6 +280,55 @@ def test_every_computation_variant_is_bit_identical(definition, fields, run):
         collapsed = [s for v, _, s in results if v == DEFAULT][0]
         kept = [s for v, _, s in results if v == Variant(collapse=False)][0]
         assert collapsed != kept
+
+
+
+
+def test_a_candidates_flags_do_not_ask_the_compiler_again(monkeypatch):
+    """Each candidate's flags make another toolchain; the compiler's version and OpenMP
+    support are asked once per compiler, not once per set of flags."""
+    if toolchain.find_compiler() is None:
+        pytest.skip("no C compiler")
+    toolchain.toolchain.cache_clear()
+    runs = []
+    real = toolchain.subprocess.run
+    monkeypatch.setattr(toolchain.subprocess, "run",
+                        lambda cmd, *a, **k: runs.append(cmd) or real(cmd, *a, **k))
+    try:
+        plain = toolchain.toolchain()
+        wide = toolchain.toolchain(None, ("-mprefer-vector-width=512",))
+    finally:
+        toolchain.toolchain.cache_clear()
+    assert len(runs) == 2  # --version and the OpenMP check, for both toolchains
+    assert (plain.version, plain.openmp) == (wide.version, wide.openmp)
+    assert wide.flags == plain.flags + ("-mprefer-vector-width=512",)
+
+
+def _point_request(func, a, monkeypatch):
+    """The request a C call of ``func`` on ``a`` is built for (as its tuner sees it)."""
+    seen = []
+    monkeypatch.setattr(c_autotune, "tune_point_call", lambda call, request, args: (
+        seen.append(request)))
+    sk.stencil(backend="c")(func)(a)
+    return seen[0]
+
+
+def test_flag_variants_share_the_front_stages_and_not_the_binary(monkeypatch):
+    """A variant that only adds compiler flags has the default's generated source: its
+    front key (under which the front stages' work is remembered) is the default's, its back
+    key (the binary's) is not; a variant that changes the source has its own front key."""
+    request = _point_request(jacobi2d, np.ones((40, 300)), monkeypatch)
+
+    def keys(variant):
+        with tuning.building(variant):
+            built = driver.run(request)
+        return built.front_key, built.back_key
+
+    plain = keys(DEFAULT)
+    for flags_only in (Variant(vector_bits=512), Variant(vector_bits=256, tune=_TUNE)):
+        front, back = keys(flags_only)
+        assert front == plain[0] and back != plain[1]
+    assert keys(Variant(streaming=True))[0] != plain[0]
 
 
 # ---------------------------------------------------------------- the tuner

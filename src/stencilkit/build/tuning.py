@@ -66,6 +66,15 @@ class Variant:
     def key(self) -> str:
         return "" if self == DEFAULT else repr(self.to_json())
 
+    @property
+    def source_key(self) -> str:
+        """``key`` of the knobs that change the generated source (part of the front key):
+        the knobs that only add compiler flags (``FLAG_KNOBS``) change the binary, which
+        the toolchain's identity in the back key covers, so variants differing only in
+        them share the front stages' work (and a stored choice of one costs no second
+        run of the front stages)."""
+        return dataclasses.replace(self, **{k: None for k in FLAG_KNOBS}).key
+
     def to_json(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if getattr(self, f.name) is not None}
@@ -88,6 +97,9 @@ class Variant:
 
 
 DEFAULT = Variant()
+
+#: the knobs ``Variant.flags`` turns into compiler flags, and nothing else reads
+FLAG_KNOBS = frozenset({"vector_bits", "tune"})
 
 _building: contextvars.ContextVar[Variant] = contextvars.ContextVar(
     "stencilkit_variant", default=DEFAULT)
