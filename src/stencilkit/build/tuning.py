@@ -37,6 +37,11 @@ MIN_WORK = 1 << 20
 #: seconds of timed runs per kernel and size class, shared by its knobs (the builds of the
 #: candidates come on top, once per machine: they are cached as any other build)
 BUDGET_S = 0.6
+#: seconds a first call may spend tuning, candidate builds included: a knob is tried only
+#: where its builds and timed runs still fit (the first always is); the knobs left are
+#: stored as pending and tried by the next first calls (in later processes), so the cost
+#: is spread over them and the choice completes in a few runs
+TOTAL_BUDGET_S = 1.0
 MAX_ROUNDS = 7  # more rounds, fewer choices made by a busy neighbour (choose)
 #: a candidate must beat the default by this fraction to be chosen: below it, the shared
 #: machine's noise decides, and the default is as good
@@ -105,6 +110,11 @@ _building: contextvars.ContextVar[Variant] = contextvars.ContextVar(
     "stencilkit_variant", default=DEFAULT)
 
 
+def knob_name(knob: list[Variant]) -> str:
+    """The name a knob (its list of alternatives) is stored under: the knobs it sets."""
+    return "+".join(sorted({k for v in knob for k in v.to_json()}))
+
+
 def current_variant() -> Variant:
     """The variant being built (``DEFAULT`` outside ``building``)."""
     return _building.get()
@@ -133,6 +143,7 @@ class Measurement:
     times: tuple[tuple[Variant, float], ...]
     choice: Variant
     seconds: float
+    pending: tuple[str, ...] = ()  # the knobs (``knob_name``) left for a later first call
 
     def table(self) -> str:
         best = min(t for _, t in self.times)

@@ -12,6 +12,8 @@ calls, other backends and "off" leave the call as it was built."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import dataclasses
 import logging
 import re
@@ -30,7 +32,7 @@ from ..config import current as config
 from ..log import build_event, dump
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from ..compile.requests import ComputationRequest, PointRequest, Request
     from ..runtime.launch import PointCall
@@ -74,12 +76,14 @@ def tune_computation_call(run: Callable[..., None], request: ComputationRequest,
     points = int(np.prod(domain)) if domain else 0
     if not _wanted(request, points):
         return run
-    stand_in = {n: _copy(v) for n, v in values.items()}
+    stand_ins: list[dict] = []  # made at the first timed run: a stored choice needs none
 
     def runner(call: Callable[..., None]) -> Callable[[], None]:
         def go() -> None:
+            if not stand_ins:
+                stand_ins.append({n: _copy(v) for n, v in values.items()})
             try:
-                call(stand_in, temps, geo)
+                call(stand_ins[0], temps, geo)
             except Exception as exc:  # an error status: the real call reports it
                 raise _Refused from exc
         return go
@@ -113,40 +117,54 @@ def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]]
     profile = machine.current()
     key = cache.key("wisdom", front_key(request), str(tuning.size_class(points)),
                     profile.key, current_toolchain().identity)
+    start, todo = DEFAULT, knobs
     if config().autotune == Autotune.ON:
         stored = _stored(key)
         if stored is not None:
-            logger.debug("%s %r [c]: stored tuning choice for %d points: %s", what,
-                         request.name, points, stored.describe())
-            return stored
+            start, pending = stored
+            todo = [k for k in knobs if tuning.knob_name(k) in pending]
+            if not todo:
+                logger.debug("%s %r [c]: stored tuning choice for %d points: %s", what,
+                             request.name, points, start.describe())
+                return start
     started = time.perf_counter()
     try:
-        found, built_s = _measure(knobs, default, build)
+        found, built_s = _measure(todo, default, build, start)
     except _Refused:
         return None
     total = time.perf_counter() - started
     choice = found.choice
     cache.write_wisdom(key, {
         "kernel": request.name, "points": points, "machine": profile.describe(),
-        "choice": choice.to_json(), "measure_seconds": found.seconds,
+        "choice": choice.to_json(), "pending": list(found.pending),
+        "measure_seconds": found.seconds,
         "build_seconds": built_s, "times": [[v.to_json(), t] for v, t in found.times]})
     dump("tune", f"{request.name} [c]",
          f"{profile.describe()}\n{points} points (size class {tuning.size_class(points)}); "
-         f"timed runs {found.seconds:.3f} s, candidate builds {built_s:.3f} s\n"
-         f"{found.table()}")
+         f"timed runs {found.seconds:.3f} s, candidate builds {built_s:.3f} s"
+         f"{_pending_text(found)}\n{found.table()}")
     logger.debug("%s %r [c]: autotuned for %d points: %s\n%s", what, request.name, points,
                  choice.describe(), found.table())
-    build_event("%s %r: autotuned in %.3f s (%.3f s timing): %s", what, request.name,
-                total, found.seconds, choice.describe())
+    build_event("%s %r: autotuned in %.3f s (%.3f s timing): %s%s", what, request.name,
+                total, found.seconds, choice.describe(), _pending_text(found))
     return choice
 
 
-def _stored(key: str) -> Variant | None:
+def _pending_text(found: Measurement) -> str:
+    return (f"; {', '.join(found.pending)} left for the next first call (time budget)"
+            if found.pending else "")
+
+
+def _stored(key: str) -> tuple[Variant, frozenset[str]] | None:
+    """The stored choice and the knobs left pending by its tuning."""
     record = cache.read_wisdom(key)
     if record is None:
         return None
     try:
-        return Variant.from_json(record.get("choice"))
+        pending = record.get("pending", [])
+        if not isinstance(pending, list) or not all(isinstance(k, str) for k in pending):
+            raise ValueError(f"not a list of knobs: {pending!r}")
+        return Variant.from_json(record.get("choice")), frozenset(pending)
     except (TypeError, ValueError):
         return None  # another version's or a damaged record: measured again
 
@@ -215,33 +233,108 @@ def _stream_min_bytes(profile: machine.MachineProfile) -> int:
 
 
 def _measure(knobs: list[list[Variant]], default: Callable[[], None],
-             build: Callable[[Variant], Callable[[], None]]) -> tuple[Measurement, float]:
-    """Coordinate descent over the knobs: each knob's alternatives against the best so far,
-    within ``tuning.BUDGET_S`` shared by the knobs (a knob whose turn comes after the budget
-    is spent is not tried: at most one knob's single round more than the budget). Returns
-    the measurement (every variant tried, its best time) and the seconds the candidates'
-    builds took."""
-    built_s, spent, best = 0.0, 0.0, DEFAULT
+             build: Callable[[Variant], Callable[[], None]], start: Variant = DEFAULT
+             ) -> tuple[Measurement, float]:
+    """Coordinate descent over the knobs from ``start``: each knob's alternatives against
+    the best so far. Two bounds: ``tuning.BUDGET_S`` of timed runs, shared by the knobs,
+    and ``tuning.TOTAL_BUDGET_S`` of builds and timed runs together; a knob whose turn
+    comes when it no longer fits is left pending (the first knob is always tried). Returns
+    the measurement (every variant tried, its best time, the pending knobs) and the seconds
+    spent waiting for the candidates' builds.
+
+    The builds run concurrently (``_Builds``), never while candidates are timed: with the
+    alternatives of the knob whose turn it is, as many of the next knobs' alternatives on
+    the best so far are built as there are CPUs left (kept in the cache for a later call
+    where this one has no time left for them)."""
+    begun, built_s, spent, best = time.perf_counter(), 0.0, 0.0, start
     times: dict[Variant, float] = {}
     runs: dict[Variant, Callable[[], None]] = {DEFAULT: default}
     warm: set[Variant] = set()
-    for i, knob in enumerate(knobs):
-        if spent >= tuning.BUDGET_S:  # a slow call (or a loaded machine): the rest untried
-            break
-        tried = [best]
-        for alternative in knob:
-            v = _merged(best, alternative)
-            if v not in runs:
-                started = time.perf_counter()
-                runs[v] = build(v)
-                built_s += time.perf_counter() - started
-            tried.append(v)
-        share = max(0.0, tuning.BUDGET_S - spent) / (len(knobs) - i)
-        best, found, seconds = tuning.fastest([(v, runs[v]) for v in tried], budget_s=share,
-                                               baseline=best, warm=warm)
-        times.update(found)
-        spent += seconds
-    return Measurement(tuple(times.items()), best, spent), built_s
+    pending: list[str] = []
+    with _Builds(build) as builds:
+        for i, knob in enumerate(knobs):
+            tried = [best] + [_merged(best, alternative) for alternative in knob]
+            share = max(0.0, tuning.BUDGET_S - spent) / (len(knobs) - i)
+            if i > 0 and (spent >= tuning.BUDGET_S or time.perf_counter() - begun
+                          + builds.estimate([v for v in tried if v not in runs]) + share
+                          > tuning.TOTAL_BUDGET_S):
+                pending = [tuning.knob_name(k) for k in knobs[i:]]
+                break
+            ahead = [_merged(best, alternative) for later in knobs[i + 1:]
+                     for alternative in later]
+            builds.start([v for v in tried if v not in runs],
+                         ahead=[v for v in ahead if v not in runs])
+            waited = time.perf_counter()
+            runs.update({v: builds.result(v) for v in tried if v not in runs})
+            builds.settle()  # nothing builds while candidates are timed
+            built_s += time.perf_counter() - waited
+            best, found, seconds = tuning.fastest([(v, runs[v]) for v in tried],
+                                                   budget_s=share, baseline=best, warm=warm)
+            times.update(found)
+            spent += seconds
+    return Measurement(tuple(times.items()), best, spent, tuple(pending)), built_s
+
+
+class _Builds:
+    """Candidates built on worker threads, as many at a time as this process has CPUs: the
+    front stages take turns under the GIL, the compiler runs (most of a build) overlap.
+    Each build runs in a copy of the starting thread's context (``tuning.building`` and
+    the verifier are context variables). On exit, the builds still running are waited for
+    (none outlives the tuning)."""
+
+    def __init__(self, build: Callable[[Variant], Callable[[], None]]) -> None:
+        self._build = build
+        self._workers = max(1, machine.current().cpus)
+        self._futures: dict[Variant, concurrent.futures.Future] = {}
+        self._seconds: list[float] = []  # how long each finished build took
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self._workers, thread_name_prefix="stencilkit-tune")
+
+    def __enter__(self) -> _Builds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def start(self, needed: list[Variant], ahead: Sequence[Variant] = ()) -> None:
+        """Start the builds of ``needed``, then of ``ahead`` while fewer builds than CPUs
+        are running."""
+        for v in needed:
+            self._submit(v)
+        for v in ahead:
+            if sum(not f.done() for f in self._futures.values()) >= self._workers:
+                break
+            self._submit(v)
+
+    def _submit(self, v: Variant) -> None:
+        if v not in self._futures:
+            self._futures[v] = self._pool.submit(contextvars.copy_context().run,
+                                                 self._timed, v)
+
+    def _timed(self, v: Variant) -> Callable[[], None]:
+        started = time.perf_counter()
+        run = self._build(v)
+        self._seconds.append(time.perf_counter() - started)
+        return run
+
+    def estimate(self, variants: list[Variant]) -> float:
+        """Seconds until ``variants`` are built, judged by the longest build so far (none
+        where they are built)."""
+        if all(v in self._futures and self._futures[v].done() for v in variants):
+            return 0.0
+        return max(self._seconds, default=0.0)
+
+    def settle(self) -> None:
+        """Wait for every build started (their errors wait for ``result``): a build running
+        while candidates are timed would take a CPU from them, and the GIL for its front
+        stages."""
+        concurrent.futures.wait(list(self._futures.values()))
+
+    def result(self, v: Variant) -> Callable[[], None]:
+        """The runner of ``v`` (built now if it was not started); a build's error is
+        raised here, by the candidate that is used."""
+        self._submit(v)
+        return self._futures[v].result()
 
 
 def _merged(base: Variant, alternative: Variant) -> Variant:
