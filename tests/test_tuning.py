@@ -490,9 +490,12 @@ def test_builds_and_timed_runs_together_stay_within_the_total_budget(monkeypatch
     assert found.pending == ("vector_bits", "tune")
 
 
-def test_candidates_are_built_concurrently_in_the_callers_context():
-    """With two CPUs the two alternatives of a knob build at the same time, each seeing the
-    context it was started from (here the machine profile assumed by the caller)."""
+@pytest.mark.parametrize("load, together", [(0.0, 2), (1.2, 2), (2.0, 1), (7.0, 1)])
+def test_candidates_are_built_concurrently_in_the_callers_context(monkeypatch, load, together):
+    """With two CPUs and no other work the two alternatives of a knob build at the same time
+    (with other work keeping a CPU busy, one at a time), each seeing the context it was
+    started from (here the machine profile assumed by the caller)."""
+    monkeypatch.setattr(c_autotune.os, "getloadavg", lambda: (load, load, load))
     seen, running, most = [], [0], [0]
 
     def build(v):
@@ -506,10 +509,10 @@ def test_candidates_are_built_concurrently_in_the_callers_context():
     knobs = [[Variant(vector_bits=256), Variant(vector_bits=512)]]
     with machine.assumed(_profile(cpus=2, l1d=12345)):
         c_autotune._measure(knobs, lambda: None, build)
-    assert seen == [12345, 12345] and most[0] == 2
+    assert seen == [12345, 12345] and most[0] == together
 
 
-def test_no_build_runs_while_candidates_are_timed():
+def test_no_build_runs_while_candidates_are_timed(monkeypatch):
     """A build started ahead (the next knob's, on a spare CPU) is finished before the
     current knob's candidates are timed: it would take a CPU and the GIL from them."""
     building, overlapped = [0], []
@@ -521,6 +524,7 @@ def test_no_build_runs_while_candidates_are_timed():
         return lambda: overlapped.append(building[0])
 
     knobs = [[Variant(streaming=False)], [Variant(vector_bits=256)]]
+    monkeypatch.setattr(c_autotune.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     with machine.assumed(_profile(cpus=2)):
         c_autotune._measure(knobs, lambda: overlapped.append(building[0]), build)
     assert overlapped and not any(overlapped)

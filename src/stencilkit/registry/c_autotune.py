@@ -16,6 +16,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import logging
+import os
 import re
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -275,8 +276,20 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
     return Measurement(tuple(times.items()), best, spent, tuple(pending)), built_s
 
 
+def _spare_cpus() -> int:
+    """How many builds to run at a time: the CPUs this process may run on, less those the
+    1-minute load average says other work keeps busy (this process counts as one). On a
+    loaded machine a second build only competes with the first."""
+    cpus = max(1, machine.current().cpus)
+    try:
+        busy = max(0, round(os.getloadavg()[0]) - 1)
+    except OSError:  # no load average on this platform
+        busy = 0
+    return max(1, cpus - busy)
+
+
 class _Builds:
-    """Candidates built on worker threads, as many at a time as this process has CPUs: the
+    """Candidates built on worker threads, as many at a time as there are spare CPUs: the
     front stages take turns under the GIL, the compiler runs (most of a build) overlap.
     Each build runs in a copy of the starting thread's context (``tuning.building`` and
     the verifier are context variables). On exit, the builds still running are waited for
@@ -284,7 +297,7 @@ class _Builds:
 
     def __init__(self, build: Callable[[Variant], Callable[[], None]]) -> None:
         self._build = build
-        self._workers = max(1, machine.current().cpus)
+        self._workers = _spare_cpus()
         self._futures: dict[Variant, concurrent.futures.Future] = {}
         self._seconds: list[float] = []  # how long each finished build took
         self._pool = concurrent.futures.ThreadPoolExecutor(
