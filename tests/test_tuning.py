@@ -193,6 +193,26 @@ def test_the_choice_holds_on_a_busy_machine():
     assert found >= 930
 
 
+
+def test_candidates_are_compared_over_several_rounds_whatever_the_budget(monkeypatch):
+    """A call so slow that one round spends the budget still gets MIN_ROUNDS rounds when
+    there is something to compare (one burst would decide a single round)."""
+    clock = [0.0]
+    monkeypatch.setattr(tuning.time, "perf_counter", lambda: clock[0])
+    runs = []
+
+    def run(v, cost):
+        def go():
+            runs.append(v)
+            clock[0] += cost
+        return go
+
+    fast = Variant(vector_bits=512)
+    choice, _, _ = tuning.fastest([(DEFAULT, run(DEFAULT, 1.0)), (fast, run(fast, 0.5))],
+                                  budget_s=0.1)
+    assert choice == fast and len(runs) == 2 * (1 + tuning.MIN_ROUNDS)
+
+
 # ---------------------------------------------------------------- bit-identical variants
 
 
@@ -376,6 +396,16 @@ def test_the_choice_is_measured_once_stored_and_reused(small_tuning, tmp_path, m
     with pytest.raises(AssertionError):  # "measure" measures although a choice is stored
         sk.stencil(backend="c")(jacobi2d)(a)
     assert measured == [1]
+
+
+def test_measure_tries_every_knob_now(small_tuning, tmp_path, monkeypatch):
+    """"measure" asks for the cost now: the total budget, which leaves knobs to later first
+    calls under "on", does not apply (only the timed runs' budget does)."""
+    monkeypatch.setattr(tuning, "TOTAL_BUDGET_S", 0.0)
+    sk.configure(autotune="measure")
+    sk.stencil(backend="c")(jacobi2d)(np.ones((40, 300)))
+    (path,) = _wisdom_files(tmp_path)
+    assert cache.read_wisdom(path.stem)["pending"] == []
 
 
 def test_small_calls_are_not_tuned(small_tuning, tmp_path):

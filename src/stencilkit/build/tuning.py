@@ -43,6 +43,9 @@ BUDGET_S = 0.6
 #: is spread over them and the choice completes in a few runs
 TOTAL_BUDGET_S = 1.0
 MAX_ROUNDS = 7  # more rounds, fewer choices made by a busy neighbour (choose)
+#: rounds run whatever the budget where candidates are compared: one or two rounds let a
+#: single burst of load decide (a large call on a loaded machine spends its share in one)
+MIN_ROUNDS = 3
 #: a candidate must beat the default by this fraction to be chosen: below it, the shared
 #: machine's noise decides, and the default is as good
 MIN_GAIN = 0.03
@@ -162,7 +165,8 @@ def fastest(candidates: list[tuple[Variant, Callable[[], None]]], *,
     A candidate not in ``warm`` runs once untimed first (its first run pays page faults and
     loading; it is added to ``warm``); then rounds, each running every candidate once, in
     an order rotated per round (no candidate always runs after the same one), until
-    ``budget_s`` is spent: at least one round and at most ``MAX_ROUNDS``."""
+    ``budget_s`` is spent: at least ``MIN_ROUNDS`` (one for a lone candidate) and at most
+    ``MAX_ROUNDS``."""
     clock = time.perf_counter if timer is None else timer
     started = clock()
     warm = set() if warm is None else warm
@@ -179,7 +183,8 @@ def fastest(candidates: list[tuple[Variant, Callable[[], None]]], *,
             run()
             timed[v] = clock() - t
         rounds.append(timed)
-        if clock() - started > budget_s:
+        least = MIN_ROUNDS if len(candidates) > 1 else 1
+        if len(rounds) >= least and clock() - started > budget_s:
             break
     best = {v: min(r[v] for r in rounds) for v, _ in candidates}
     return choose(rounds, baseline), best, clock() - started

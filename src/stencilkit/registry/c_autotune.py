@@ -16,6 +16,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import logging
+import math
 import os
 import re
 import time
@@ -130,7 +131,9 @@ def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]]
                 return start
     started = time.perf_counter()
     try:
-        found, built_s = _measure(todo, default, build, start)
+        # "measure" asks for the cost now: every knob, only the timed runs bounded
+        found, built_s = _measure(todo, default, build, start,
+                                  None if config().autotune == Autotune.ON else math.inf)
     except _Refused:
         return None
     total = time.perf_counter() - started
@@ -234,11 +237,12 @@ def _stream_min_bytes(profile: machine.MachineProfile) -> int:
 
 
 def _measure(knobs: list[list[Variant]], default: Callable[[], None],
-             build: Callable[[Variant], Callable[[], None]], start: Variant = DEFAULT
-             ) -> tuple[Measurement, float]:
+             build: Callable[[Variant], Callable[[], None]], start: Variant = DEFAULT,
+             total_s: float | None = None) -> tuple[Measurement, float]:
     """Coordinate descent over the knobs from ``start``: each knob's alternatives against
     the best so far. Two bounds: ``tuning.BUDGET_S`` of timed runs, shared by the knobs,
-    and ``tuning.TOTAL_BUDGET_S`` of builds and timed runs together; a knob whose turn
+    and ``total_s`` (default ``tuning.TOTAL_BUDGET_S``) of builds and timed runs together;
+    a knob whose turn
     comes when it no longer fits is left pending (the first knob is always tried). Returns
     the measurement (every variant tried, its best time, the pending knobs) and the seconds
     spent waiting for the candidates' builds.
@@ -248,6 +252,7 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
     the best so far are built as there are CPUs left (kept in the cache for a later call
     where this one has no time left for them)."""
     begun, built_s, spent, best = time.perf_counter(), 0.0, 0.0, start
+    total_s = tuning.TOTAL_BUDGET_S if total_s is None else total_s
     times: dict[Variant, float] = {}
     runs: dict[Variant, Callable[[], None]] = {DEFAULT: default}
     warm: set[Variant] = set()
@@ -258,7 +263,7 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
             share = max(0.0, tuning.BUDGET_S - spent) / (len(knobs) - i)
             if i > 0 and (spent >= tuning.BUDGET_S or time.perf_counter() - begun
                           + builds.estimate([v for v in tried if v not in runs]) + share
-                          > tuning.TOTAL_BUDGET_S):
+                          > total_s):
                 pending = [tuning.knob_name(k) for k in knobs[i:]]
                 break
             ahead = [_merged(best, alternative) for later in knobs[i + 1:]
