@@ -520,6 +520,23 @@ def test_builds_and_timed_runs_together_stay_within_the_total_budget(monkeypatch
     assert found.pending == ("vector_bits", "tune")
 
 
+def test_a_knob_whose_rounds_would_not_fit_is_left_pending(monkeypatch):
+    """Calls of 0.06 s: the first knob's 4 runs of 2 candidates take 0.48 s (within the
+    0.6 s of timed runs), and the next knob's 3 candidates would take MIN_ROUNDS + 1 runs
+    each, 0.72 s more: past the 1 s total, it is left pending although nothing needs
+    building."""
+    clock = [0.0]
+    monkeypatch.setattr(tuning.time, "perf_counter", lambda: clock[0])
+
+    def run():
+        clock[0] += 0.06
+
+    knobs = [[Variant(streaming=False)], [Variant(vector_bits=256), Variant(vector_bits=512)]]
+    found, _ = c_autotune._measure(knobs, run, lambda v: run)
+    assert found.seconds < tuning.BUDGET_S
+    assert found.pending == ("vector_bits",)
+
+
 @pytest.mark.parametrize("load, together", [(0.0, 2), (1.2, 2), (2.0, 1), (7.0, 1)])
 def test_candidates_are_built_concurrently_in_the_callers_context(monkeypatch, load, together):
     """With two CPUs and no other work the two alternatives of a knob build at the same time

@@ -576,7 +576,7 @@ def python_wrapper(kernel: k.KernelFunction, args: tuple[WrapperArg, ...], modul
 
 
 #: calls whose first array has fewer elements than this keep the GIL while they run: they
-#: take microseconds (a 16^3 Laplacian about 1.5), and releasing and taking it back cost 3%
+#: take microseconds (a 16^3 Laplacian about 1.5), and releasing and taking it back cost 1-4%
 #: of that (measured, interleaved, CPU time); NumPy keeps it below 500 elements. Another
 #: Python thread waits at most such a call, far less than the interpreter's 5 ms switch
 #: interval.

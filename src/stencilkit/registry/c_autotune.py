@@ -6,8 +6,10 @@ least ``tuning.MIN_WORK`` points and ``autotune`` is not "off": the stored choic
 key, size class, machine, toolchain) is used if there is one ("on"); else the candidates
 are built (cached like any build) and timed on the call's own inputs, writing only
 stand-ins (a point kernel's output of the call's shape, copies of a computation's fields:
-nothing the caller holds is written before the real call); the fastest is stored, logged
-(DEBUG) and dumped (``STENCILKIT_DUMP=tune``), and its entry becomes the call's. Small
+nothing the caller holds is written before the real call); the choice is stored, logged
+(DEBUG) and dumped (``STENCILKIT_DUMP=tune``), and its entry becomes the call's. A first
+call spends at most ``tuning.TOTAL_BUDGET_S`` on it, builds included: the knobs it leaves
+are stored as pending, and the next first calls ("on") go on from the stored choice. Small
 calls, other backends and "off" leave the call as it was built."""
 
 from __future__ import annotations
@@ -242,8 +244,8 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
     """Coordinate descent over the knobs from ``start``: each knob's alternatives against
     the best so far. Two bounds: ``tuning.BUDGET_S`` of timed runs, shared by the knobs,
     and ``total_s`` (default ``tuning.TOTAL_BUDGET_S``) of builds and timed runs together;
-    a knob whose turn
-    comes when it no longer fits is left pending (the first knob is always tried). Returns
+    a knob whose turn comes when it no longer fits is left pending (the first knob is always
+    tried). Returns
     the measurement (every variant tried, its best time, the pending knobs) and the seconds
     spent waiting for the candidates' builds.
 
@@ -261,8 +263,12 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
         for i, knob in enumerate(knobs):
             tried = [best] + [_merged(best, alternative) for alternative in knob]
             share = max(0.0, tuning.BUDGET_S - spent) / (len(knobs) - i)
+            # the timed runs take the share, or MIN_ROUNDS rounds (and the first, untimed
+            # runs) of the slowest candidate so far where that is more
+            timing = max(share, (1 + tuning.MIN_ROUNDS) * len(tried)
+                         * max(times.values(), default=0.0))
             if i > 0 and (spent >= tuning.BUDGET_S or time.perf_counter() - begun
-                          + builds.estimate([v for v in tried if v not in runs]) + share
+                          + builds.estimate([v for v in tried if v not in runs]) + timing
                           > total_s):
                 pending = [tuning.knob_name(k) for k in knobs[i:]]
                 break
