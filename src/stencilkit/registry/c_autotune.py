@@ -8,8 +8,8 @@ are built (cached like any build) and timed on the call's own inputs, writing on
 stand-ins (a point kernel's output of the call's shape, copies of a computation's fields:
 nothing the caller holds is written before the real call); the choice is stored, logged
 (DEBUG) and dumped (``STENCILKIT_DUMP=tune``), and its entry becomes the call's. A first
-call spends at most ``tuning.TOTAL_BUDGET_S`` on it, builds included: the knobs it leaves
-are stored as pending, and the next first calls ("on") go on from the stored choice. Small
+call spends at most ``tuning.TOTAL_BUDGET_S`` on it, builds included: the knobs it has no
+time left for keep their default, and the record names them ("measure" tries them all). Small
 calls, other backends and "off" leave the call as it was built."""
 
 from __future__ import annotations
@@ -121,20 +121,16 @@ def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]]
     profile = machine.current()
     key = cache.key("wisdom", front_key(request), str(tuning.size_class(points)),
                     profile.key, current_toolchain().identity)
-    start, todo = DEFAULT, knobs
     if config().autotune == Autotune.ON:
         stored = _stored(key)
         if stored is not None:
-            start, pending = stored
-            todo = [k for k in knobs if tuning.knob_name(k) in pending]
-            if not todo:
-                logger.debug("%s %r [c]: stored tuning choice for %d points: %s", what,
-                             request.name, points, start.describe())
-                return start
+            logger.debug("%s %r [c]: stored tuning choice for %d points: %s", what,
+                         request.name, points, stored.describe())
+            return stored
     started = time.perf_counter()
     try:
         # "measure" asks for the cost now: every knob, only the timed runs bounded
-        found, built_s = _measure(todo, default, build, start,
+        found, built_s = _measure(knobs, default, build,
                                   None if config().autotune == Autotune.ON else math.inf)
     except _Refused:
         return None
@@ -157,20 +153,17 @@ def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]]
 
 
 def _pending_text(found: Measurement) -> str:
-    return (f"; {', '.join(found.pending)} left for the next first call (time budget)"
+    return (f"; {', '.join(found.pending)} not tried (time budget; autotune='measure' tries "
+            "every knob)"
             if found.pending else "")
 
 
-def _stored(key: str) -> tuple[Variant, frozenset[str]] | None:
-    """The stored choice and the knobs left pending by its tuning."""
+def _stored(key: str) -> Variant | None:
     record = cache.read_wisdom(key)
     if record is None:
         return None
     try:
-        pending = record.get("pending", [])
-        if not isinstance(pending, list) or not all(isinstance(k, str) for k in pending):
-            raise ValueError(f"not a list of knobs: {pending!r}")
-        return Variant.from_json(record.get("choice")), frozenset(pending)
+        return Variant.from_json(record.get("choice"))
     except (TypeError, ValueError):
         return None  # another version's or a damaged record: measured again
 
@@ -239,13 +232,13 @@ def _stream_min_bytes(profile: machine.MachineProfile) -> int:
 
 
 def _measure(knobs: list[list[Variant]], default: Callable[[], None],
-             build: Callable[[Variant], Callable[[], None]], start: Variant = DEFAULT,
-             total_s: float | None = None) -> tuple[Measurement, float]:
-    """Coordinate descent over the knobs from ``start``: each knob's alternatives against
-    the best so far. Two bounds: ``tuning.BUDGET_S`` of timed runs, shared by the knobs,
+             build: Callable[[Variant], Callable[[], None]], total_s: float | None = None
+             ) -> tuple[Measurement, float]:
+    """Coordinate descent over the knobs: each knob's alternatives against the best so
+    far. Two bounds: ``tuning.BUDGET_S`` of timed runs, shared by the knobs,
     and ``total_s`` (default ``tuning.TOTAL_BUDGET_S``) of builds and timed runs together;
-    a knob whose turn comes when it no longer fits is left pending (the first knob is always
-    tried). Returns
+    a knob whose turn comes when it no longer fits is not tried, and named in the result as
+    pending (the first knob is always tried). Returns
     the measurement (every variant tried, its best time, the pending knobs) and the seconds
     spent waiting for the candidates' builds.
 
@@ -253,7 +246,7 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
     alternatives of the knob whose turn it is, as many of the next knobs' alternatives on
     the best so far are built as there are CPUs left (kept in the cache for a later call
     where this one has no time left for them)."""
-    begun, built_s, spent, best = time.perf_counter(), 0.0, 0.0, start
+    begun, built_s, spent, best = time.perf_counter(), 0.0, 0.0, DEFAULT
     total_s = tuning.TOTAL_BUDGET_S if total_s is None else total_s
     times: dict[Variant, float] = {}
     runs: dict[Variant, Callable[[], None]] = {DEFAULT: default}
