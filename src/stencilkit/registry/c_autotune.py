@@ -153,8 +153,7 @@ def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]]
 
 
 def _pending_text(found: Measurement) -> str:
-    return (f"; {', '.join(found.pending)} not tried (time budget; autotune='measure' tries "
-            "every knob)"
+    return (f"; {', '.join(found.pending)} not tried (time budget)"
             if found.pending else "")
 
 
