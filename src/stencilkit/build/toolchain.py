@@ -181,16 +181,25 @@ def _toolchain(cc: str | None, extra_flags: tuple[str, ...], openmp: bool) -> To
     if found is None:
         raise BackendError("no C compiler found (looked for $CC, gcc, clang, cc)",
                            hint="install gcc or clang, set CC, or use backend='numpy'")
+    version, compiler_openmp = _compiler_facts(found)
+    flags = list(BASE_FLAGS)
+    has_openmp = openmp and compiler_openmp
+    if has_openmp:
+        flags.append("-fopenmp")
+    return Toolchain(found, version, tuple(flags) + tuple(extra_flags), has_openmp)
+
+
+@functools.lru_cache(maxsize=4)
+def _compiler_facts(found: str) -> tuple[str, bool]:
+    """The compiler's version line and whether it builds OpenMP: asked once per compiler, not
+    per set of flags (each autotuning candidate's flags make another toolchain, and the two
+    runs of the compiler cost 0.05-0.1 s per candidate)."""
     try:
         out = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
         version = out.stdout.splitlines()[0] if out.stdout else found
     except (OSError, subprocess.SubprocessError) as exc:
         raise BackendError(f"the C compiler {found!r} does not run: {exc}") from exc
-    flags = list(BASE_FLAGS)
-    has_openmp = openmp and _supports_openmp(found)
-    if has_openmp:
-        flags.append("-fopenmp")
-    return Toolchain(found, version, tuple(flags) + tuple(extra_flags), has_openmp)
+    return version, _supports_openmp(found)
 
 
 def _supports_openmp(cc: str) -> bool:
@@ -204,7 +213,12 @@ def _supports_openmp(cc: str) -> bool:
         return proc.returncode == 0
 
 
-toolchain.cache_clear = _toolchain.cache_clear  # type: ignore[attr-defined]
+def _clear_toolchains() -> None:
+    _toolchain.cache_clear()
+    _compiler_facts.cache_clear()
+
+
+toolchain.cache_clear = _clear_toolchains  # type: ignore[attr-defined]
 
 
 _PROBE_C = """

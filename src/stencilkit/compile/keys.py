@@ -40,11 +40,11 @@ GENERATION_ENVIRONMENT = ("STENCILKIT_STREAM_MIN_BYTES",)
 
 def target(backend: object) -> str:
     """The backend and its stage declaration, the environment the stages read, and for the
-    C backend the machine its constants are derived from and the variant being built
-    (``build.machine``, ``build.tuning``)."""
+    C backend the machine its constants are derived from and the knobs of the variant being
+    built that change its source (``build.machine``, ``build.tuning``)."""
     env = tuple(os.environ.get(name) for name in GENERATION_ENVIRONMENT)
     name = getattr(backend, "name", backend)
-    tuned = (machine.current().key, tuning.current_variant().key) if name == "c" else ()
+    tuned = (machine.current().key, tuning.current_variant().source_key) if name == "c" else ()
     return repr((name, getattr(backend, "pieces", None), env, *tuned))
 
 

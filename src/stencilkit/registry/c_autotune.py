@@ -7,14 +7,20 @@ one) is not "off": the stored choice for (front
 key, size class, machine, toolchain) is used if there is one ("on"); else the candidates
 are built (cached like any build) and timed on the call's own inputs, writing only
 stand-ins (a point kernel's output of the call's shape, copies of a computation's fields:
-nothing the caller holds is written before the real call); the fastest is stored, logged
-(DEBUG) and dumped (``STENCILKIT_DUMP=tune``), and its entry becomes the call's. Small
+nothing the caller holds is written before the real call); the choice is stored, logged
+(DEBUG) and dumped (``STENCILKIT_DUMP=tune``), and its entry becomes the call's. A first
+call spends at most ``tuning.TOTAL_BUDGET_S`` on it, builds included: the knobs it has no
+time left for keep their default, and the record names them ("measure" tries them all). Small
 calls, other backends and "off" leave the call as it was built."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import dataclasses
 import logging
+import math
+import os
 import re
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -31,7 +37,7 @@ from ..config import current as config
 from ..log import build_event, dump
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from ..compile.requests import ComputationRequest, PointRequest, Request
     from ..runtime.launch import PointCall
@@ -75,12 +81,14 @@ def tune_computation_call(run: Callable[..., None], request: ComputationRequest,
     points = int(np.prod(domain)) if domain else 0
     if not _wanted(request, points):
         return run
-    stand_in = {n: _copy(v) for n, v in values.items()}
+    stand_ins: list[dict] = []  # made at the first timed run: a stored choice needs none
 
     def runner(call: Callable[..., None]) -> Callable[[], None]:
         def go() -> None:
+            if not stand_ins:
+                stand_ins.append({n: _copy(v) for n, v in values.items()})
             try:
-                call(stand_in, temps, geo)
+                call(stand_ins[0], temps, geo)
             except Exception as exc:  # an error status: the real call reports it
                 raise _Refused from exc
         return go
@@ -127,24 +135,32 @@ def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]]
             return stored
     started = time.perf_counter()
     try:
-        found, built_s = _measure(knobs, default, build)
+        # "measure" asks for the cost now: every knob, only the timed runs bounded
+        found, built_s = _measure(knobs, default, build,
+                                  None if config().autotune == Autotune.ON else math.inf)
     except _Refused:
         return None
     total = time.perf_counter() - started
     choice = found.choice
     cache.write_wisdom(key, {
         "kernel": request.name, "points": points, "machine": profile.describe(),
-        "choice": choice.to_json(), "measure_seconds": found.seconds,
+        "choice": choice.to_json(), "pending": list(found.pending),
+        "measure_seconds": found.seconds,
         "build_seconds": built_s, "times": [[v.to_json(), t] for v, t in found.times]})
     dump("tune", f"{request.name} [c]",
          f"{profile.describe()}\n{points} points (size class {tuning.size_class(points)}); "
-         f"timed runs {found.seconds:.3f} s, candidate builds {built_s:.3f} s\n"
-         f"{found.table()}")
+         f"timed runs {found.seconds:.3f} s, candidate builds {built_s:.3f} s"
+         f"{_pending_text(found)}\n{found.table()}")
     logger.debug("%s %r [c]: autotuned for %d points: %s\n%s", what, request.name, points,
                  choice.describe(), found.table())
-    build_event("%s %r: autotuned in %.3f s (%.3f s timing): %s", what, request.name,
-                total, found.seconds, choice.describe())
+    build_event("%s %r: autotuned in %.3f s (%.3f s timing): %s%s", what, request.name,
+                total, found.seconds, choice.describe(), _pending_text(found))
     return choice
+
+
+def _pending_text(found: Measurement) -> str:
+    return (f"; {', '.join(found.pending)} not tried (time budget)"
+            if found.pending else "")
 
 
 def _stored(key: str) -> Variant | None:
@@ -233,33 +249,126 @@ def _stream_min_bytes(profile: machine.MachineProfile) -> int:
 
 
 def _measure(knobs: list[list[Variant]], default: Callable[[], None],
-             build: Callable[[Variant], Callable[[], None]]) -> tuple[Measurement, float]:
-    """Coordinate descent over the knobs: each knob's alternatives against the best so far,
-    within ``tuning.BUDGET_S`` shared by the knobs (a knob whose turn comes after the budget
-    is spent is not tried: at most one knob's single round more than the budget). Returns
-    the measurement (every variant tried, its best time) and the seconds the candidates'
-    builds took."""
-    built_s, spent, best = 0.0, 0.0, DEFAULT
+             build: Callable[[Variant], Callable[[], None]], total_s: float | None = None
+             ) -> tuple[Measurement, float]:
+    """Coordinate descent over the knobs: each knob's alternatives against the best so
+    far. Two bounds: ``tuning.BUDGET_S`` of timed runs, shared by the knobs,
+    and ``total_s`` (default ``tuning.TOTAL_BUDGET_S``) of builds and timed runs together;
+    a knob whose turn comes when it no longer fits is not tried, and named in the result as
+    pending (the first knob is always tried). Returns
+    the measurement (every variant tried, its best time, the pending knobs) and the seconds
+    spent waiting for the candidates' builds.
+
+    The builds run concurrently (``_Builds``), never while candidates are timed: with the
+    alternatives of the knob whose turn it is, as many of the next knobs' alternatives on
+    the best so far are built as there are CPUs left (kept in the cache for a later call
+    where this one has no time left for them)."""
+    begun, built_s, spent, best = time.perf_counter(), 0.0, 0.0, DEFAULT
+    total_s = tuning.TOTAL_BUDGET_S if total_s is None else total_s
     times: dict[Variant, float] = {}
     runs: dict[Variant, Callable[[], None]] = {DEFAULT: default}
     warm: set[Variant] = set()
-    for i, knob in enumerate(knobs):
-        if spent >= tuning.BUDGET_S:  # a slow call (or a loaded machine): the rest untried
-            break
-        tried = [best]
-        for alternative in knob:
-            v = _merged(best, alternative)
-            if v not in runs:
-                started = time.perf_counter()
-                runs[v] = build(v)
-                built_s += time.perf_counter() - started
-            tried.append(v)
-        share = max(0.0, tuning.BUDGET_S - spent) / (len(knobs) - i)
-        best, found, seconds = tuning.fastest([(v, runs[v]) for v in tried], budget_s=share,
-                                               baseline=best, warm=warm)
-        times.update(found)
-        spent += seconds
-    return Measurement(tuple(times.items()), best, spent), built_s
+    pending: list[str] = []
+    with _Builds(build) as builds:
+        for i, knob in enumerate(knobs):
+            tried = [best] + [_merged(best, alternative) for alternative in knob]
+            share = max(0.0, tuning.BUDGET_S - spent) / (len(knobs) - i)
+            # the timed runs take the share, or MIN_ROUNDS rounds (and the first, untimed
+            # runs) of the slowest candidate so far where that is more
+            timing = max(share, (1 + tuning.MIN_ROUNDS) * len(tried)
+                         * max(times.values(), default=0.0))
+            if i > 0 and (spent >= tuning.BUDGET_S or time.perf_counter() - begun
+                          + builds.estimate([v for v in tried if v not in runs]) + timing
+                          > total_s):
+                pending = [tuning.knob_name(k) for k in knobs[i:]]
+                break
+            ahead = [_merged(best, alternative) for later in knobs[i + 1:]
+                     for alternative in later]
+            builds.start([v for v in tried if v not in runs],
+                         ahead=[v for v in ahead if v not in runs])
+            waited = time.perf_counter()
+            runs.update({v: builds.result(v) for v in tried if v not in runs})
+            builds.settle()  # nothing builds while candidates are timed
+            built_s += time.perf_counter() - waited
+            best, found, seconds = tuning.fastest([(v, runs[v]) for v in tried],
+                                                   budget_s=share, baseline=best, warm=warm)
+            times.update(found)
+            spent += seconds
+    return Measurement(tuple(times.items()), best, spent, tuple(pending)), built_s
+
+
+def _spare_cpus() -> int:
+    """How many builds to run at a time: the CPUs this process may run on, less those the
+    1-minute load average says other work keeps busy (this process counts as one). On a
+    loaded machine a second build only competes with the first."""
+    cpus = max(1, machine.current().cpus)
+    try:
+        busy = max(0, round(os.getloadavg()[0]) - 1)
+    except OSError:  # no load average on this platform
+        busy = 0
+    return max(1, cpus - busy)
+
+
+class _Builds:
+    """Candidates built on worker threads, as many at a time as there are spare CPUs: the
+    front stages take turns under the GIL, the compiler runs (most of a build) overlap.
+    Each build runs in a copy of the starting thread's context (``tuning.building`` and
+    the verifier are context variables). On exit, the builds still running are waited for
+    (none outlives the tuning)."""
+
+    def __init__(self, build: Callable[[Variant], Callable[[], None]]) -> None:
+        self._build = build
+        self._workers = _spare_cpus()
+        self._futures: dict[Variant, concurrent.futures.Future] = {}
+        self._seconds: list[float] = []  # how long each finished build took
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self._workers, thread_name_prefix="stencilkit-tune")
+
+    def __enter__(self) -> _Builds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def start(self, needed: list[Variant], ahead: Sequence[Variant] = ()) -> None:
+        """Start the builds of ``needed``, then of ``ahead`` while fewer builds than CPUs
+        are running."""
+        for v in needed:
+            self._submit(v)
+        for v in ahead:
+            if sum(not f.done() for f in self._futures.values()) >= self._workers:
+                break
+            self._submit(v)
+
+    def _submit(self, v: Variant) -> None:
+        if v not in self._futures:
+            self._futures[v] = self._pool.submit(contextvars.copy_context().run,
+                                                 self._timed, v)
+
+    def _timed(self, v: Variant) -> Callable[[], None]:
+        started = time.perf_counter()
+        run = self._build(v)
+        self._seconds.append(time.perf_counter() - started)
+        return run
+
+    def estimate(self, variants: list[Variant]) -> float:
+        """Seconds until ``variants`` are built, judged by the longest build so far (none
+        where they are built)."""
+        if all(v in self._futures and self._futures[v].done() for v in variants):
+            return 0.0
+        return max(self._seconds, default=0.0)
+
+    def settle(self) -> None:
+        """Wait for every build started (their errors wait for ``result``): a build running
+        while candidates are timed would take a CPU from them, and the GIL for its front
+        stages."""
+        concurrent.futures.wait(list(self._futures.values()))
+
+    def result(self, v: Variant) -> Callable[[], None]:
+        """The runner of ``v`` (built now if it was not started); a build's error is
+        raised here, by the candidate that is used."""
+        self._submit(v)
+        return self._futures[v].result()
 
 
 def _merged(base: Variant, alternative: Variant) -> Variant:
