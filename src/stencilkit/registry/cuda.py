@@ -124,20 +124,25 @@ def plan_computation(req: ComputationRequest, work: Work) -> Work:
     variants differ in index width and grid loops only."""
     from ..ir.verify import checked_plan
     from ..targets.cuda import CUDA_PLATFORM
-    from ..targets.cuda_layout import Variant, specialize
+    from ..targets.cuda_layout import Variant, on_chip, specialize
 
     (kf,) = work.kernels
     can_cover = covering_field(req, work) is not None
+    columns = tuple(b.base.name for b in work.facts["lowering"].column_pointers.values())
 
     def relevant(variant: Variant) -> Variant:
-        return Variant(2, frozenset(), variant.narrow, variant.covering and can_cover)
+        return Variant(2, frozenset(), variant.narrow, variant.covering and can_cover,
+                       variant.on_chip and bool(columns))
 
     def plan(variant: Variant):
         wanted = relevant(variant)
-        return checked_plan(CUDA_PLATFORM.plan(specialize(kf, wanted),
-                                               covering=wanted.covering))
+        specialized, shared = on_chip(specialize(kf, wanted), columns if wanted.on_chip else ())
+        return checked_plan(CUDA_PLATFORM.plan(specialized, covering=wanted.covering,
+                                               shared=shared))
 
-    own = relevant(Variant(2, frozenset(), True, True))
+    # the usual call (nk small enough: runtime.cuda_variants.Variants.wanted) keeps its
+    # column-private temporaries on chip
+    own = relevant(Variant(2, frozenset(), True, True, True))
     return work.but(plan=plan(own), facts={"variants": (own, plan, relevant)})
 
 
@@ -206,9 +211,11 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
 
     # the variant is chosen on the written field's geometry (with every array's sizes)
     out = covering_field(req, work) or next(b for b in buffers if b in launch.written)
+    lowering = work.facts["lowering"]
+    level_bytes = sum(b.element_type.itemsize for b in lowering.column_pointers.values())
     return work.but(entry=CudaEntry(work.plan, work.source, launch.entry_keys,
                                     launch.written, req.defn.name,
-                                    variants=Variants(own, build, out, relevant)))
+                                    variants=Variants(own, build, out, relevant, level_bytes)))
 
 
 def parloop_entry(req: ParLoopRequest, work: Work) -> Work:
@@ -243,7 +250,7 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
     from ..lower.computation_gpu import GpuComputationLowering
 
     lowering = GpuComputationLowering(req.defn, req.sched, layout_of(req.fields, req.defn),
-                                      req.src)
+                                      req.src, column_pointers=True)
     return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
 
 
