@@ -1,21 +1,21 @@
 """The machine code of the "cuda" backend's kernels, without a GPU.
 
 For each case (a point kernel or a computation, and the layout of its arrays) the kernels
-that a call runs are
-compiled by NVRTC for one architecture (default sm_90) with ``--ptxas-options=-v``, and
-this prints per ``__global__`` function: the registers, the stack and spill bytes ptxas
-reports, and in the PTX the 64-bit multiplies (``mul.lo.s64``/``mad.lo.s64``: index
-arithmetic in 64 bits), the widening multiplies (``mul.wide``: a 32-bit index scaled to a
-byte offset), the global loads and the shared loads and stores. Next to them, a naive hand kernel (one thread per point,
-no tiling) as the yardstick. For computations (hdiff, a tridiagonal solve; C order and the
-storages) also the launches per call and the memory traffic per grid point that the plan
-implies (each launch reading each array it loads once and writing each it stores once, 3-D
-temporaries included unless they live in shared memory) against the least a call can move
-(each input field read once, each output written once), the shared memory a launch takes
-at 80 levels (per thread, per block, blocks per SM), the global-memory variant a call with
-more levels runs, and the hand kernels of ``../shared/gpu-bench`` (fused hdiff; a
-thread per column keeping the tridiagonal coefficients in global memory). These are the
-CPU-side figures of docs/performance-gpu.md; the GPU timings are ``../shared/gpu-bench``'s.
+that a call runs are compiled by NVRTC for one architecture (default sm_90) with
+``--ptxas-options=-v``, and this prints per ``__global__`` function: the registers, the stack and
+spill bytes ptxas reports, and in the PTX the 64-bit multiplies
+(``mul.lo.s64``/``mad.lo.s64``: index arithmetic in 64 bits), the widening multiplies
+(``mul.wide``: a 32-bit index scaled to a byte offset), the global loads and the shared
+loads and stores. Next to them, a naive hand kernel (one thread per point, no tiling) as the
+yardstick. For computations (hdiff, a tridiagonal solve; C order and the storages) also the
+launches per call and the memory traffic per grid point that the plan implies (each launch
+reading each array it loads once and writing each it stores once, 3-D temporaries included
+unless they live in shared memory) against the least a call can move (each input field read
+once, each output written once), the shared memory a launch takes at 80 levels (per thread,
+per block, blocks per SM), the global-memory variant a call with more levels runs, and the
+hand kernels of ``../shared/gpu-bench`` (fused hdiff; a thread per column keeping the
+tridiagonal coefficients in global memory). These are the CPU-side figures of
+docs/performance-gpu.md; the GPU timings are ``../shared/gpu-bench``'s.
 
     PYTHONPATH=src python benchmarks/cuda_codegen.py [--arch sm_90] [--source]
 
