@@ -928,3 +928,33 @@ def test_on_chip_kernels_compile_with_nvrtc(storage):
     entry = st._build(cuda_registry.BACKEND, None)[1].entry
     _, fallback = entry.variants.build(dataclasses.replace(entry.variants.own, on_chip=False))
     assert ".shared" not in compile_ptx_uncached(fallback, "sm_90", "fallback")
+
+
+def register_and_column(u: Field[float], out: Field[float]):
+    # r is read at its own point only (a register); t, read by the BACKWARD sweep, is the
+    # column-private one
+    with computation(FORWARD), interval(...):
+        r = u * 2.0
+        t = r + 1.0
+    with computation(BACKWARD), interval(...):
+        out = t * u  # noqa: F841
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_a_register_temporary_is_not_put_on_chip(monkeypatch):
+    """Only temporaries with a 3-D array go on chip: a register temporary of the same
+    column group stays a register (found by test_random_computations), and the results on
+    the emulator are numpy's."""
+    from stencilkit.lower.computation_gpu import column_private_temporaries
+
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    numpy_st = sk.stencil(register_and_column, backend="numpy")
+    assert column_private_temporaries(numpy_st.definition, numpy_st.schedule, {}) == ("t",)
+    rng = np.random.default_rng(2)
+    u = rng.random((4, 5, 6))
+    expected, out = np.zeros_like(u), np.zeros_like(u)
+    numpy_st(u, expected)
+    sk.stencil(register_and_column, backend="cuda")(u, out)
+    np.testing.assert_array_equal(out, expected)
