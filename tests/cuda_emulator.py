@@ -102,6 +102,8 @@ REPLACED: dict[str, object] = {}
 #: on a GPU run in both.
 READ_ONLY_LOADS = "snapshot"
 _dir = Path(tempfile.mkdtemp(prefix="stencilkit-cuda-emulator-"))
+#: the dynamic shared memory a launch may ask for without opting in (every sm_30+ device)
+SHARED_WITHOUT_OPT_IN = 48 * 1024
 
 
 def _driver(launch, printer) -> str:
@@ -227,6 +229,9 @@ def _functions(self) -> dict[str, object]:
             c_args.append(ctypes.c_void_p(args[-1].ctypes.data))
             # exactly the bytes the launcher asked for, before a guard page (as every
             # "device" allocation): a thread indexing past them dies loudly
+            if shared_mem > SHARED_WITHOUT_OPT_IN:  # the driver refuses such a launch
+                raise RuntimeError(f"a launch asked for {shared_mem} bytes of dynamic shared "
+                                   "memory, more than 48 KiB without cudaFuncSetAttribute")
             shared = device_empty(shared_mem, np.uint8) if shared_mem else None
             fn(*c_args, *(ctypes.c_uint(v) for v in (*grid, *block)),
                ctypes.c_void_p(shared.ctypes.data if shared is not None else None),
