@@ -791,7 +791,8 @@ def test_column_private_temporaries_go_to_shared_memory(storage):
     the BACKWARD one in the same thread, live in the block's shared memory in the plan a
     call with few levels runs (nk doubles each per thread, level-major); their 3-D arrays
     are not even parameters of the launch. The fallback variant keeps them in global
-    memory; a temporary with a level read before any write stays there too."""
+    memory, indexing the 3-D arrays directly; a temporary with a level read before any
+    write stays there too."""
     from stencilkit.lower.computation_gpu import column_private_temporaries
     from stencilkit_apps import definitions
 
@@ -810,6 +811,8 @@ def test_column_private_temporaries_go_to_shared_memory(storage):
     (fallback,) = global_plan.launches()
     assert fallback.shared is None and "__shared__" not in global_source
     assert {"cp_", "dp_"} <= {p.name for p in fallback.params}
+    # indexed as before column pointers (a 64-bit pointer per column costs registers)
+    assert "_column" not in global_source
 
     numpy_st = sk.stencil(partly_written, backend="numpy")
     assert column_private_temporaries(numpy_st.definition, numpy_st.schedule, {}) == ()

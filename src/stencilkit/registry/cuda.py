@@ -124,7 +124,7 @@ def plan_computation(req: ComputationRequest, work: Work) -> Work:
     variants differ in index width and grid loops only."""
     from ..ir.verify import checked_plan
     from ..targets.cuda import CUDA_PLATFORM
-    from ..targets.cuda_layout import Variant, on_chip, specialize
+    from ..targets.cuda_layout import Variant, in_global_memory, on_chip, specialize
 
     (kf,) = work.kernels
     can_cover = covering_field(req, work) is not None
@@ -136,7 +136,10 @@ def plan_computation(req: ComputationRequest, work: Work) -> Work:
 
     def plan(variant: Variant):
         wanted = relevant(variant)
-        specialized, shared = on_chip(specialize(kf, wanted), columns if wanted.on_chip else ())
+        if wanted.on_chip:
+            specialized, shared = on_chip(specialize(kf, wanted), columns)
+        else:
+            specialized, shared = in_global_memory(specialize(kf, wanted), columns), None
         return checked_plan(CUDA_PLATFORM.plan(specialized, covering=wanted.covering,
                                                shared=shared))
 

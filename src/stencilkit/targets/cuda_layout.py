@@ -111,6 +111,45 @@ def on_chip(kf: k.KernelFunction, columns: tuple[str, ...]) -> tuple[k.KernelFun
     return dataclasses.replace(kf, body=body), SharedMemory(shared, per_thread)
 
 
+def in_global_memory(kf: k.KernelFunction, columns: tuple[str, ...]) -> k.KernelFunction:
+    """``kf`` with the column pointers named ``columns`` folded back into the accesses of
+    their 3-D temporaries (the variant whose temporaries stay in global memory): a 64-bit
+    pointer per column held across the sweeps costs more registers than the 32-bit indices
+    it would replace."""
+    columns_at: dict[str, k.Address] = {}
+    for s in kf.body:
+        for n in walk(s):
+            if isinstance(n, k.Declare) and n.symbol.name in columns \
+                    and isinstance(n.value, k.Address):
+                columns_at[n.symbol.name] = n.value
+    if not columns_at:
+        return kf
+
+    def node(n: Node) -> Node | None:
+        if isinstance(n, (k.Load, k.Store)) and n.buffer.base.name in columns_at:
+            at = columns_at[n.buffer.base.name]
+            (level,) = n.indices  # the level in the column: added to the column's K index
+            last = at.indices[-1]
+            index = (*at.indices[:-1], k.Op("+", (last, level), dtype=last.dtype))
+            return dataclasses.replace(n, buffer=at.buffer, indices=index)
+        return None
+
+    def drop(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
+        out = []
+        for s in body:
+            if isinstance(s, k.Declare) and s.symbol.name in columns_at:
+                continue
+            inner = _inner_body(s)
+            if inner is not None:
+                s = _with_inner_body(s, drop(inner))
+                if isinstance(s, k.Branch) and s.orelse:
+                    s = dataclasses.replace(s, orelse=drop(s.orelse))
+            out.append(s)
+        return tuple(out)
+
+    return dataclasses.replace(kf, body=drop(tuple(rewrite(s, node) for s in kf.body)))
+
+
 def _ctype(t: np.dtype) -> str:
     return "int32_t" if t == INDEX32 else "int64_t"
 
