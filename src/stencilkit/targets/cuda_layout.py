@@ -4,7 +4,8 @@ the layout and the sizes of the arrays of a call (``Variant``, chosen per call b
 
 - ``on_chip``: a computation's column-private temporaries (``lower.computation_gpu.
   column_private_temporaries``) in the thread's slice of the block's dynamic shared memory
-  instead of their 3-D arrays (``on_chip``);
+  instead of their 3-D arrays (``on_chip``); otherwise their accesses index the 3-D arrays
+  directly (``in_global_memory``);
 
 - the strides that are one element on the output's unit-stride axis become the constant 1
   (no multiply, and the loads of neighbouring threads are visibly consecutive);
