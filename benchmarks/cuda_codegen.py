@@ -1,19 +1,21 @@
 """The machine code of the "cuda" backend's kernels, without a GPU.
 
 For each case (a point kernel or a computation, and the layout of its arrays) the kernels
-that a call runs are
-compiled by NVRTC for one architecture (default sm_90) with ``--ptxas-options=-v``, and
-this prints per ``__global__`` function: the registers, the stack and spill bytes ptxas
-reports, and in the PTX the 64-bit multiplies (``mul.lo.s64``/``mad.lo.s64``: index
-arithmetic in 64 bits), the widening multiplies (``mul.wide``: a 32-bit index scaled to a
-byte offset) and the global loads. Next to them, a naive hand kernel (one thread per point,
-no tiling) as the yardstick. For computations (hdiff, a tridiagonal solve; C order and the
-storages) also the launches per call and the memory traffic per grid point that the plan
-implies (each launch reading each array it loads once and writing each it stores once, 3-D
-temporaries included) against the least a call can move (each input field read once, each
-output written once), and the hand kernels of ``../shared/gpu-bench`` (fused hdiff; a
-thread per column keeping the tridiagonal coefficients in global memory). These are the
-CPU-side figures of docs/performance-gpu.md; the GPU timings are ``../shared/gpu-bench``'s.
+that a call runs are compiled by NVRTC for one architecture (default sm_90) with
+``--ptxas-options=-v``, and this prints per ``__global__`` function: the registers, the stack and
+spill bytes ptxas reports, and in the PTX the 64-bit multiplies
+(``mul.lo.s64``/``mad.lo.s64``: index arithmetic in 64 bits), the widening multiplies
+(``mul.wide``: a 32-bit index scaled to a byte offset), the global loads and the shared
+loads and stores. Next to them, a naive hand kernel (one thread per point, no tiling) as the
+yardstick. For computations (hdiff, a tridiagonal solve; C order and the storages) also the
+launches per call and the memory traffic per grid point that the plan implies (each launch
+reading each array it loads once and writing each it stores once, 3-D temporaries included
+unless they live in shared memory) against the least a call can move (each input field read
+once, each output written once), the shared memory a launch takes at 80 levels (per thread,
+per block, blocks per SM), the global-memory variant a call with more levels runs, and the
+hand kernels of ``../shared/gpu-bench`` (fused hdiff; a thread per column keeping the
+tridiagonal coefficients in global memory). These are the CPU-side figures of
+docs/performance-gpu.md; the GPU timings are ``../shared/gpu-bench``'s.
 
     PYTHONPATH=src python benchmarks/cuda_codegen.py [--arch sm_90] [--source]
 
@@ -151,20 +153,69 @@ def computation_build(func, storage: bool):
     return call.entry.plan, source
 
 
+def global_variant(func, storage: bool):
+    """(launch plan, CUDA source) of the variant a call whose levels do not fit shared
+    memory runs: the column-private temporaries in global memory (None where the build
+    keeps none on chip)."""
+    import dataclasses
+
+    from stencilkit.registry import REGISTRY
+
+    st = sk.stencil(func)
+    fields = {f.name: _stand_in((1024, 1024, 80), storage)
+              for f in st.definition.parameter_fields}
+    entry = st._build(REGISTRY["cuda"], fields)[1].entry
+    if not entry.variants.own.on_chip:
+        return None
+    return entry.variants.build(dataclasses.replace(entry.variants.own, on_chip=False))
+
+
+def shared_note(plan, nk: int = 80) -> str:
+    """The shared memory a launch of ``plan`` takes for ``nk`` levels: per thread, per block
+    (the block the launcher sizes) and what that leaves per SM (228 KiB on an H100/H200, 1
+    KiB of it reserved per block)."""
+    from stencilkit.ir.host_eval import evaluate
+    from stencilkit.runtime.cuda import BLOCKS
+    from stencilkit.runtime.cuda_variants import shared_block
+
+    notes = []
+    for launch in plan.launches():
+        if launch.shared is None:
+            continue
+        per_thread = launch.shared.bytes_per_thread(
+            int(evaluate(launch.shared.per_thread, {"nk": nk})))
+        block = shared_block(BLOCKS[len(launch.dims)], per_thread)
+        if block is None:
+            notes.append(f"{per_thread} B/thread: no block fits")
+            continue
+        threads = block[0] * block[1] * block[2]
+        per_block = threads * per_thread
+        blocks = min(32, 228 * 1024 // (per_block + 1024))
+        notes.append(f"shared {per_thread} B/thread x {threads} threads = {per_block} B/block, "
+                     f"{blocks} blocks ({blocks * threads} threads) per SM")
+    return "; ".join(notes)
+
+
 def traffic(plan, func) -> tuple[int, int]:
     """(bytes per grid point the plan moves, the least a call moves): each launch reads
     each array it loads once and writes each it stores once (neighbours from the cache),
-    temporaries included; the least reads each field the computation reads and writes each
-    it writes, once."""
+    temporaries included unless on chip (a column pointer into shared memory is no
+    parameter of the launch); the least reads each field the computation reads and writes
+    each it writes, once."""
     from stencilkit.ir import kernel as k
     from stencilkit.ir.core import walk
 
     moved = 0
     for launch in plan.launches():
         nodes = [n for s in launch.body for n in walk(s)]
+        # the array each pointer reaches: a parameter, or a column pointer into one
+        array = {p.name: p.name for p in launch.params if p.pointer}
+        array.update({n.symbol.name: n.value.buffer.base.name for n in nodes
+                      if isinstance(n, k.Declare) and isinstance(n.value, k.Address)
+                      and n.value.buffer.base.name in array})
         for kind in (k.Load, k.Store):
-            arrays = {n.buffer.base.name: n.buffer.element_type for n in nodes
-                      if isinstance(n, kind)}
+            arrays = {array[n.buffer.base.name]: n.buffer.element_type for n in nodes
+                      if isinstance(n, kind) and n.buffer.base.name in array}
             moved += sum(np.dtype(t).itemsize for t in arrays.values())
     from stencilkit.analysis.schedule import reads
     from stencilkit.lower.computation import written_before_read
@@ -244,7 +295,8 @@ def kernel_figures(source: str, arch: str) -> dict[str, dict[str, int]]:
             out[m.group(1)].update({
                 "mul64": len(re.findall(r"\b(?:mul|mad)\.lo\.[su]64\b", body)),
                 "mulwide": len(re.findall(r"\bmul\.wide\.", body)),
-                "loads": len(re.findall(r"\bld\.global\.", body))})
+                "loads": len(re.findall(r"\bld\.global\.", body)),
+                "shared": len(re.findall(r"\b(?:ld|st)\.shared\.", body))})
     return out
 
 
@@ -254,15 +306,22 @@ def main() -> None:
     parser.add_argument("--source", action="store_true", help="print each case's CUDA too")
     opts = parser.parse_args()
     head = f"{'case / kernel':58s} {'regs':>4s} {'spill':>5s} {'mul64':>5s} {'wide':>4s} " \
-           f"{'ld':>3s}"
+           f"{'ld':>3s} {'ld/st.shared':>12s}"
     print(head)
     rows = [(label, call_source(func, make()), "") for label, func, make in CASES]
     rows.append(("naive hand kernel (reference)", HAND_LAP3D, ""))
     for label, func, storage in _computations():
         plan, source = computation_build(func, storage)
         moved, least = traffic(plan, func)
+        shared = shared_note(plan)
         rows.append((label, source, f"{len(plan.launches())} launch(es), {moved} B/point "
-                                    f"moved, {least} B/point least"))
+                                    f"moved, {least} B/point least"
+                                    + (f"; {shared}" if shared else "")))
+        fallback = global_variant(func, storage)
+        if fallback is not None:  # more levels than shared memory holds
+            moved, _ = traffic(fallback[0], func)
+            rows.append((f"{label}, temporaries in global memory (more than 96 levels)",
+                         fallback[1], f"{moved} B/point moved"))
     rows.append(("hand hdiff, fused (gpu-bench's; C order)", HAND_HDIFF,
                  "1 launch, 24 B/point"))
     rows.append(("hand tridiag, thread per column, cp/dp in global memory (gpu-bench's)",
@@ -274,7 +333,7 @@ def main() -> None:
                   else source)
         for name, f in kernel_figures(source, opts.arch).items():
             print(f"  {name:56s} {f['registers']:4d} {f['spills']:5d} {f.get('mul64', 0):5d} "
-                  f"{f.get('mulwide', 0):4d} {f.get('loads', 0):3d}")
+                  f"{f.get('mulwide', 0):4d} {f.get('loads', 0):3d} {f.get('shared', 0):12d}")
 
 
 if __name__ == "__main__":

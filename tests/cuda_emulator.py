@@ -15,8 +15,15 @@ host page whose address the kernels store through (as with unified addressing), 
 count what they are asked (``EVENT_CALLS``) and may be told to report unfinished launches
 (``EVENTS_COMPLETE``), the current stream may be told it is capturing. Everything else is
 the backend's own code: the launch plan, the grid sizes, the argument binding, the host
-loops, the status word, the copies back. NVRTC's contraction is modelled: a kernel built
-with ``fast_math=True`` (NVRTC ``--fmad=true``) is compiled with ``-O2 -mfma
+loops, the status word, the copies back. A launch's dynamic shared memory (``extern
+__shared__ T sk_shared[]``, sized by CuPy's ``shared_mem=``) is one guarded allocation per
+launch. Threads that run one after the other cannot show two threads of a block racing
+on the same bytes, so the emulator holds the kernels to what keeps them race-free without
+barriers (each thread keeps to its own slice): the memory is filled with 0xff bytes (NaNs)
+before each thread, so that a thread reading what it did not write reads NaNs; a launch
+in which two threads of a block wrote the same byte raises; a thread indexing past the
+bytes the launcher passed dies at the guard page. NVRTC's contraction is modelled: a
+kernel built with ``fast_math=True`` (NVRTC ``--fmad=true``) is compiled with ``-O2 -mfma
 -ffp-contract=fast`` where the host has FMA, one built without it with
 ``-ffp-contract=off`` (``--fmad=false``). What it cannot show: timing, coalescing, real
 concurrency, NVRTC/driver behaviour, libdevice's math functions (the host's libm computes
@@ -29,6 +36,7 @@ import ctypes
 import dataclasses
 import hashlib
 import mmap
+import re
 import subprocess
 import tempfile
 import types
@@ -40,6 +48,7 @@ SHIM = """\
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include <stdlib.h>
 struct sk_dim3 { unsigned x, y, z; };
 static sk_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __global__
@@ -59,7 +68,15 @@ template <class T> static inline T atomicCAS(T *p, T c, T v) { T o = *p; if (o =
    thread adds its own private copy with an atomic) */
 #define SK_WARP 1
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
+/* the block's dynamic shared memory (``extern __shared__``, rewritten by _library); which
+   thread of the block wrote each byte; set when two threads of a block wrote the same byte */
+static unsigned char *emu_shared;
+static unsigned *emu_owner;
+extern "C" { int emu_shared_conflict = 0; }
 """
+
+#: a kernel's dynamic shared memory declaration, as codegen.cuda prints it
+_EXTERN_SHARED = re.compile(r"extern __shared__ (\w+) (\w+)\[\];")
 
 _CTYPES = {"b1": ctypes.c_bool, "i1": ctypes.c_int8, "u1": ctypes.c_uint8,
            "i2": ctypes.c_int16, "u2": ctypes.c_uint16, "i4": ctypes.c_int32,
@@ -87,6 +104,8 @@ REPLACED: dict[str, object] = {}
 #: on a GPU run in both.
 READ_ONLY_LOADS = "snapshot"
 _dir = Path(tempfile.mkdtemp(prefix="stencilkit-cuda-emulator-"))
+#: the dynamic shared memory a launch may ask for without opting in (every sm_30+ device)
+SHARED_WITHOUT_OPT_IN = 48 * 1024
 
 
 def _driver(launch, printer) -> str:
@@ -96,8 +115,13 @@ def _driver(launch, printer) -> str:
     # counter "k", say) must not be shadowed
     return "\n".join([
         f'extern "C" void emulate_{launch.name}({", ".join(params)}, unsigned emu_gx, '
-        "unsigned emu_gy, unsigned emu_gz, unsigned emu_bx, unsigned emu_by, unsigned emu_bz) {",
+        "unsigned emu_gy, unsigned emu_gz, unsigned emu_bx, unsigned emu_by, unsigned emu_bz, "
+        "unsigned char *emu_shared_base, unsigned long emu_shared_bytes) {",
         "    gridDim = {emu_gx, emu_gy, emu_gz}; blockDim = {emu_bx, emu_by, emu_bz};",
+        "    emu_shared = emu_shared_base;",
+        "    unsigned *emu_owners = (unsigned *)calloc(emu_shared_bytes ? emu_shared_bytes : 1,"
+        " sizeof(unsigned));",
+        "    emu_owner = emu_owners;",
         # the last thread first: threads of a launch have no order, and one that reads what
         # a lower-numbered thread writes (a dependence the launch plan must not split into
         # threads) then reads the value from before the launch, as on a GPU
@@ -105,13 +129,24 @@ def _driver(launch, printer) -> str:
         "    for (unsigned emu_y = emu_gy; emu_y-- > 0;)",
         "    for (unsigned emu_x = emu_gx; emu_x-- > 0;) {",
         "        blockIdx = {emu_x, emu_y, emu_z};",
+        "        if (emu_shared_bytes) memset(emu_owner, 0, emu_shared_bytes * sizeof(unsigned));",
         "        for (unsigned emu_k = emu_bz; emu_k-- > 0;)",
         "        for (unsigned emu_j = emu_by; emu_j-- > 0;)",
         "        for (unsigned emu_i = emu_bx; emu_i-- > 0;) {",
         "            threadIdx = {emu_i, emu_j, emu_k};",
+        # the thread's own view: what it did not write reads as NaN
+        "            if (emu_shared_bytes) memset(emu_shared, 0xff, emu_shared_bytes);",
         f"            {launch.name}({', '.join(args)});",
+        "            unsigned emu_me = 1 + emu_i + emu_bx * (emu_j + emu_by * emu_k);",
+        "            for (unsigned long emu_b = 0; emu_b < emu_shared_bytes; ++emu_b) {",
+        "                if (emu_shared[emu_b] == 0xff) continue;",
+        "                if (emu_owner[emu_b] && emu_owner[emu_b] != emu_me)"
+        " emu_shared_conflict = 1;",
+        "                emu_owner[emu_b] = emu_me;",
+        "            }",
         "        }",
         "    }",
+        "    free(emu_owners);",
         "}"])
 
 
@@ -134,6 +169,8 @@ def _library(source: str, plan, fast_math: bool = False) -> ctypes.CDLL:
     from stencilkit.codegen.cuda import CudaPrinter
 
     printer = CudaPrinter()
+    # each thread's view of the block's shared memory: the launch's allocation
+    source = _EXTERN_SHARED.sub(r"\1 *\2 = (\1 *)emu_shared;", source)
     text = SHIM + source + "\n" + "\n".join(_driver(lc, printer) for lc in plan.launches())
     flags = contraction_flags(fast_math)
     key = hashlib.sha256((" ".join(flags) + text).encode()).hexdigest()[:24]
@@ -178,7 +215,9 @@ def _functions(self) -> dict[str, object]:
         kinds = [("const" if p.has(k.ReadOnly) and p.has(k.Restrict) else None)
                  if p.pointer else _CTYPES[np.dtype(p.dtype).str[1:]] for p in launch.params]
 
-        def call(grid, block, args, fn=fn, kinds=kinds):
+        conflict = ctypes.c_int.in_dll(lib, "emu_shared_conflict")
+
+        def call(grid, block, args, shared_mem=0, fn=fn, kinds=kinds, conflict=conflict):
             c_args, keep = [], []
             for kind, a in zip(kinds, args[:-1]):
                 if kind is None:
@@ -190,7 +229,19 @@ def _functions(self) -> dict[str, object]:
                 else:
                     c_args.append(kind(a.item()))
             c_args.append(ctypes.c_void_p(int(args[-1])))  # the status word's address
-            fn(*c_args, *(ctypes.c_uint(v) for v in (*grid, *block)))
+            # exactly the bytes the launcher asked for, before a guard page (as every
+            # "device" allocation): a thread indexing past them dies loudly
+            if shared_mem > SHARED_WITHOUT_OPT_IN:  # the driver refuses such a launch
+                raise RuntimeError(f"a launch asked for {shared_mem} bytes of dynamic shared "
+                                   "memory, more than 48 KiB without cudaFuncSetAttribute")
+            shared = device_empty(shared_mem, np.uint8) if shared_mem else None
+            fn(*c_args, *(ctypes.c_uint(v) for v in (*grid, *block)),
+               ctypes.c_void_p(shared.ctypes.data if shared is not None else None),
+               ctypes.c_ulong(shared_mem))
+            if conflict.value:
+                conflict.value = 0
+                raise AssertionError("two threads of a block wrote the same bytes of its "
+                                     "shared memory")
         out[launch.name] = call
     return out
 

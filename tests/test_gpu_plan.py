@@ -18,7 +18,7 @@ import stencilkit as sk
 from stencilkit.analysis.typing import ArgType
 from stencilkit.compile import driver
 from stencilkit.compile.point import analyse
-from stencilkit.gtscript import FORWARD, PARALLEL, Field, computation, interval
+from stencilkit.gtscript import BACKWARD, FORWARD, PARALLEL, Field, computation, interval
 from stencilkit.ir import kernel as k
 from stencilkit.ir.host_eval import evaluate, extents, host_computable, host_launches
 from stencilkit.ir.plan import Dim, HostLoop, Launch, LaunchPlan, expr_text, plan_text
@@ -422,7 +422,8 @@ def test_recomputation_is_bounded_by_the_budget():
 @pytest.mark.parametrize("which", ["tridiagonal", "tridiagonal_temporaries"])
 def test_sweeps_carry_the_previous_level_in_registers(which, storage):
     """A tridiagonal solve: one launch, a thread per column (x on J), the values the FORWARD
-    sweep reads at k - 1 (c, d or cp, dp) and the BACKWARD one at k + 1 (x) not reloaded."""
+    sweep reads at k - 1 (c, d or cp, dp) and the BACKWARD one at k + 1 (x; d in place,
+    whose first level's neighbour is loaded once before the sweep) not reloaded."""
     from stencilkit_apps import definitions
 
     from .golden.corpus import tridiagonal
@@ -434,8 +435,8 @@ def test_sweeps_carry_the_previous_level_in_registers(which, storage):
     levels = _k_levels_loaded(plan)
     assert not any(level.endswith("k - 1") for _, level in levels), levels
     assert ("c_", "k") in levels, levels  # the level the sweep is at: read
+    assert not any(level.endswith("k + 1") for _, level in levels), levels
     if which == "tridiagonal_temporaries":
-        assert not any(level.endswith("k + 1") for _, level in levels), levels
         assert _temporaries(plan) == {"cp", "dp"}  # the BACKWARD sweep reads them
         # the temporaries' unit stride is the fields' (J on the storages): x coalesces
         unit = 1 if storage else 2
@@ -770,3 +771,195 @@ def test_a_computation_call_its_own_plan_serves_builds_no_other(monkeypatch):
     st(**fields, origin=(2, 2, 0), domain=(6, 7, 12))
     (_, call), = st._builds.values()
     assert call.entry._variants == {}
+
+
+# ---------------------------------------------------------------- temporaries on chip
+
+
+def partly_written(u: Field[float], out: Field[float]):
+    # t is set at levels 1.. only: level 0 is read before any write (another call's
+    # value in a kept 3-D array, nothing on chip): t stays in global memory
+    with computation(FORWARD), interval(1, None):
+        t = u * 2.0
+    with computation(BACKWARD), interval(...):
+        out = t + u  # noqa: F841
+
+
+@pytest.mark.parametrize("storage", [False, True], ids=["C order", "storage order"])
+def test_column_private_temporaries_go_to_shared_memory(storage):
+    """GT4Py's tridiagonal spelling: cp and dp, written by the FORWARD sweep and read by
+    the BACKWARD one in the same thread, live in the block's shared memory in the plan a
+    call with few levels runs (nk doubles each per thread, level-major); their 3-D arrays
+    are not even parameters of the launch. The fallback variant keeps them in global
+    memory, indexing the 3-D arrays directly; a temporary with a level read before any
+    write stays there too."""
+    from stencilkit.lower.computation_gpu import column_private_temporaries
+    from stencilkit_apps import definitions
+
+    plan, source = _cuda_build(definitions.tridiagonal_temporaries, storage)
+    (launch,) = plan.launches()
+    assert launch.shared is not None, plan_text(plan)
+    assert expr_text(launch.shared.per_thread) == "2 * nk"
+    assert launch.shared.symbol.dtype == np.float64
+    assert not {"cp_", "dp_"} & {p.name for p in launch.params}
+    assert "extern __shared__ double sk_shared[];" in source
+    assert "shared sk_shared: 2 * nk x float64 per thread" in plan_text(plan)
+    st = sk.stencil(definitions.tridiagonal_temporaries)
+    entry = st._build(cuda_registry.BACKEND, None)[1].entry
+    global_plan, global_source = entry.variants.build(
+        dataclasses.replace(entry.variants.own, on_chip=False))
+    (fallback,) = global_plan.launches()
+    assert fallback.shared is None and "__shared__" not in global_source
+    assert {"cp_", "dp_"} <= {p.name for p in fallback.params}
+    # indexed as before column pointers (a 64-bit pointer per column costs registers)
+    assert "_column" not in global_source
+
+    numpy_st = sk.stencil(partly_written, backend="numpy")
+    assert column_private_temporaries(numpy_st.definition, numpy_st.schedule, {}) == ()
+    plan, source = _cuda_build(partly_written, storage)
+    assert plan.launches()[0].shared is None and "__shared__" not in source
+
+
+def test_shared_memory_bounds_the_block_and_the_levels():
+    """nk levels of 16 bytes per thread (cp and dp) on chip up to 28 levels (512 resident
+    threads per SM within its 228 KiB; a warp's block within 48 KiB would allow 96), the
+    block halved until it fits; 80 levels, GPU-bench's tridiag, run the global-memory
+    variant at full occupancy (a block of one warp would fit, 5 blocks per SM)."""
+    from stencilkit.runtime import cuda_variants as cv
+
+    assert cv.fits_on_chip(28, 16) and not cv.fits_on_chip(29, 16)
+    assert cv.fits_on_chip(114, 4) and not cv.fits_on_chip(115, 4)  # one float32 temporary
+    assert not cv.fits_on_chip(1, 0)
+    assert cv.shared_block((32, 8, 1), 8 * 16) == (32, 8, 1)  # 256 x 128 B: 32 KiB
+    assert cv.shared_block((32, 8, 1), 20 * 16) == (32, 4, 1)
+    assert cv.shared_block((32, 8, 1), 80 * 16) == (32, 1, 1)  # 40 KiB
+    assert cv.shared_block((32, 4, 2), 80 * 16) == (32, 1, 1)
+    assert cv.shared_block((32, 8, 1), 97 * 16) is None
+    variants = cv.Variants(Variant(2), lambda v: None, "x", level_bytes=16)  # type: ignore
+    chosen = Variant(2, frozenset(), True, True)
+    assert variants.wanted(chosen, ("x",), (np.zeros((4, 4, 28)),)).on_chip
+    assert not variants.wanted(chosen, ("x",), (np.zeros((4, 4, 80)),)).on_chip
+
+
+def _tridiagonal_data(shape, storage: bool, seed: int = 3) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    data = {n: rng.random(shape) + (3.0 if n == "b" else 0.0) for n in "abcdx"}
+    if storage:  # the layout of sk.empty(..., backend="cuda"): K outermost, J unit
+        data = {n: np.ascontiguousarray(v.transpose(2, 0, 1)).transpose(1, 2, 0)
+                for n, v in data.items()}
+    return data
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+@pytest.mark.parametrize("storage", [False, True], ids=["C order", "storage order"])
+@pytest.mark.parametrize("which", ["tridiagonal", "tridiagonal_temporaries"])
+@pytest.mark.parametrize("levels", [12, 100], ids=["on chip", "too many levels"])
+def test_tridiagonal_on_chip_equals_numpy_and_global_memory(monkeypatch, which, storage,
+                                                            levels):
+    """Both tridiagonal spellings on the emulator (each thread its own slice of its block's
+    shared memory, NaNs where nothing was written), bit for bit as "numpy" and as the
+    global-memory variant (shared memory refused: ``SHARED_LIMIT`` 0): with 12 levels the
+    temporaries are on chip (a block of 256 threads, 48 KiB); with 100 they do not fit a
+    warp's block and the call runs the global-memory variant."""
+    from stencilkit.runtime import cuda_variants
+    from stencilkit_apps import definitions
+
+    from .cuda_emulator import install
+    from .golden import corpus
+
+    install(monkeypatch)
+    func = corpus.tridiagonal if which == "tridiagonal" else definitions.tridiagonal_temporaries
+    names = [f.name for f in sk.stencil(func, backend="numpy").definition.parameter_fields]
+    data = _tridiagonal_data((5, 6, levels), storage)
+    results = []
+    for backend, limit in (("numpy", None), ("cuda", None), ("cuda", 0)):
+        if limit is not None:
+            monkeypatch.setattr(cuda_variants, "SHARED_LIMIT", limit)
+        fields = {n: data[n].copy() for n in names}
+        st = sk.stencil(func, backend=backend)
+        st(**fields, origin=(1, 0, 0), domain=(3, 6, levels))
+        results.append(fields)
+        if backend == "cuda" and which == "tridiagonal_temporaries":
+            (_, call), = st._builds.values()
+            (bound,) = [b for e in (call.entry, *call.entry._variants.values())
+                        for b in e._bound.values()]
+            (launch,) = bound.launches
+            on_chip = limit is None and levels == 12
+            assert launch.shared_mem == (256 * 2 * levels * 8 if on_chip else 0)
+            assert launch.block == ((32, 8, 1))
+    for n in names:
+        np.testing.assert_array_equal(results[1][n], results[0][n], err_msg=n)
+        np.testing.assert_array_equal(results[1][n], results[2][n], err_msg=n)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_shared_memory_is_sized_per_call_by_the_domain(monkeypatch):
+    """The same arrays with a deeper domain: the shared memory (nk levels per thread) and
+    the block are sized again (nk is part of the bound plan's signature), and the results
+    stay numpy's."""
+    from stencilkit_apps import definitions
+
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    data = _tridiagonal_data((4, 5, 20), storage=True, seed=9)
+    st = sk.stencil(definitions.tridiagonal_temporaries, backend="cuda")
+    for nk, block, shared in ((6, (32, 8, 1), 256 * 2 * 6 * 8), (20, (32, 4, 1), 128 * 2 * 20 * 8)):
+        fields = {n: v.copy() for n, v in data.items()}
+        expected = {n: v.copy() for n, v in data.items()}
+        st(**fields, origin=(0, 0, 0), domain=(4, 5, nk))
+        sk.stencil(definitions.tridiagonal_temporaries, backend="numpy")(
+            **expected, origin=(0, 0, 0), domain=(4, 5, nk))
+        np.testing.assert_array_equal(fields["x"], expected["x"])
+        (_, call), = st._builds.values()
+        launches = [b.launches[0] for b in call.entry._bound.values()]
+        assert (block, shared) in [(lc.block, lc.shared_mem) for lc in launches]
+
+
+@pytest.mark.parametrize("storage", [False, True], ids=["C order", "storage order"])
+def test_on_chip_kernels_compile_with_nvrtc(storage):
+    """NVRTC compiles the on-chip tridiagonal kernel and its global-memory fallback for
+    sm_90; the on-chip one's PTX reaches the temporaries with shared loads and stores only
+    (cp and dp: no global access of theirs left)."""
+    from stencilkit.build.cuda import compile_ptx_uncached, nvrtc_problem
+    from stencilkit_apps import definitions
+
+    if nvrtc_problem() is not None:
+        pytest.skip(f"NVRTC unavailable: {nvrtc_problem()}")
+    _, source = _cuda_build(definitions.tridiagonal_temporaries, storage)
+    ptx = compile_ptx_uncached(source, "sm_90", "on_chip")
+    assert "ld.shared.f64" in ptx and "st.shared.f64" in ptx
+    st = sk.stencil(definitions.tridiagonal_temporaries)
+    entry = st._build(cuda_registry.BACKEND, None)[1].entry
+    _, fallback = entry.variants.build(dataclasses.replace(entry.variants.own, on_chip=False))
+    assert ".shared" not in compile_ptx_uncached(fallback, "sm_90", "fallback")
+
+
+def register_and_column(u: Field[float], out: Field[float]):
+    # r is read at its own point only (a register); t, read by the BACKWARD sweep, is the
+    # column-private one
+    with computation(FORWARD), interval(...):
+        r = u * 2.0
+        t = r + 1.0
+    with computation(BACKWARD), interval(...):
+        out = t * u  # noqa: F841
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_a_register_temporary_is_not_put_on_chip(monkeypatch):
+    """Only temporaries with a 3-D array go on chip: a register temporary of the same
+    column group stays a register (found by test_random_computations), and the results on
+    the emulator are numpy's."""
+    from stencilkit.lower.computation_gpu import column_private_temporaries
+
+    from .cuda_emulator import install
+
+    install(monkeypatch)
+    numpy_st = sk.stencil(register_and_column, backend="numpy")
+    assert column_private_temporaries(numpy_st.definition, numpy_st.schedule, {}) == ("t",)
+    rng = np.random.default_rng(2)
+    u = rng.random((4, 5, 6))
+    expected, out = np.zeros_like(u), np.zeros_like(u)
+    numpy_st(u, expected)
+    sk.stencil(register_and_column, backend="cuda")(u, out)
+    np.testing.assert_array_equal(out, expected)

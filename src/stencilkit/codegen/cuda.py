@@ -458,6 +458,9 @@ class CudaPrinter(CFamilyPrinter):
         params = [self.param(p) for p in launch.params]
         params.append(f"int *{self.restrict} {STATUS_POINTER}")
         lines = [f"{self.function_qualifier} void {launch.name}({', '.join(params)})", "{"]
+        if launch.shared is not None:  # sized per launch (``ir.plan.SharedMemory``)
+            sym = launch.shared.symbol
+            lines.append(f"    extern __shared__ {self.ctype(sym.dtype)} {sym.name}[];")
         self.declared |= {d.counter.name for d in launch.dims}
         inner = self.stmts(body, "    ")
         # the thread's status, stored into the device word only when an error was seen

@@ -45,6 +45,22 @@ class Partial:
 
 
 @dataclass(frozen=True)
+class SharedMemory:
+    """A launch's dynamic shared memory: the array ``symbol`` (``extern __shared__`` in
+    CUDA), ``per_thread`` elements of it for each thread of a block (an expression of
+    scalar parameters, evaluated on the host per call: nk values per column-private
+    temporary), laid out level-major (``[level][thread]``: neighbouring threads in
+    neighbouring banks). The launcher chooses the block so that it fits
+    (``runtime.cuda_variants.shared_block``) and passes the bytes at launch."""
+
+    symbol: k.Symbol
+    per_thread: k.Expr
+
+    def bytes_per_thread(self, elements: int) -> int:
+        return elements * self.symbol.dtype.itemsize
+
+
+@dataclass(frozen=True)
 class Launch:
     """One device function run by a thread per point of ``dims`` (dimension 0 first, the
     fastest-varying thread index; empty: a single thread), each running ``body`` under
@@ -66,6 +82,7 @@ class Launch:
     #: fills nothing is one launch)
     host_conditions: bool = False
     partials: tuple[Partial, ...] = ()
+    shared: SharedMemory | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +206,10 @@ def _launch_text(s: Launch, indent: str) -> list[str]:
         calls = _calls(s.epilogue)
         lines.append(f"{pad}epilogue: {len(s.epilogue)} statement(s)"
                      + (f", calls {', '.join(calls)}" if calls else ""))
+    if s.shared is not None:
+        sym = s.shared.symbol
+        lines.append(f"{pad}shared {sym.name}: {expr_text(s.shared.per_thread)} x "
+                     f"{sym.dtype} per thread")
     for part in s.partials:
         lines.append(f"{pad}partial {part.buffer.name}: {part.size} x {part.groups.name} "
                      f"{part.buffer.dtype}, group-local {part.local.name}")
@@ -221,9 +242,12 @@ class Variant:
     """What one kernel is specialized for. ``unit_axis``: the output's unit-stride axis (grid
     x runs along it); ``unit_buffers``: the arguments whose stride along it is one element;
     ``narrow``: 32-bit index arithmetic; ``covering``: the grids cover the extents, a
-    thread per point without grid-stride loops (``LaunchPlan.covering``)."""
+    thread per point without grid-stride loops (``LaunchPlan.covering``); ``on_chip``: a
+    computation's column-private temporaries in shared memory (``SharedMemory``), where
+    nk of them per thread fit a block of at least a warp."""
 
     unit_axis: int
     unit_buffers: frozenset[str] = frozenset()
     narrow: bool = False
     covering: bool = False
+    on_chip: bool = False

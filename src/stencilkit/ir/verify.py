@@ -167,6 +167,9 @@ def verify_plan(plan) -> None:
             partials = tuple(sym for part in getattr(step, "partials", ())
                              for sym in (part.buffer, part.local, part.groups)
                              if sym.name not in names)
+            # CUDA's dynamic shared memory: the printer declares its array
+            shared = getattr(step, "shared", None)
+            partials += (shared.symbol,) if shared is not None else ()
             body = (*step.prologue, *step.body, *step.epilogue)
             fn = KernelFunction(step.name, (*step.params, *partials, *counters), body,
                                 kf.buffers,

@@ -26,19 +26,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .. import dtypes
 from ..analysis.schedule import MultiStage, Schedule, Stage, offsets, reads, variable_k_reads
 from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
-from ..ir.core import walk
+from ..ir.core import rewrite, walk
 from .computation import (
+    AXES,
     ComputationLowering,
     _chained,
     _const,
+    _op,
     _sym,
     _uses,
+    column_groups,
     origin_key,
+    register_temporaries,
     stage_union,
+    written_before_read,
 )
 
 
@@ -46,12 +52,16 @@ from .computation import (
 class Carried:
     """Field or temporary ``name`` carried in a register by the sweep of multistage
     ``multistage``, read at K offset ``dk`` (-1 FORWARD, +1 BACKWARD) from the register;
-    ``only_register``: a temporary nothing else reads, never stored."""
+    ``only_register``: a temporary nothing else reads, never stored; ``preload``: the
+    sweep's first level reads a neighbour it did not write (the in-place tridiagonal
+    solve's BACKWARD sweep reads ``d[k + 1]`` at the top), loaded into the register once
+    before the sweep."""
 
     multistage: int
     name: str
     dk: int
     only_register: bool
+    preload: bool = False
 
 
 def _reads_previous_level_written(iv: c.IntervalBlock, dk: int) -> bool:
@@ -63,15 +73,31 @@ def _reads_previous_level_written(iv: c.IntervalBlock, dk: int) -> bool:
     return iv.end.from_end and iv.end.offset <= -1
 
 
-def _carried_in(ms: MultiStage, name: str, dk: int) -> tuple[bool, bool] | None:
-    """(carried, read at offset 0 before its write) of ``name`` in sweep ``ms``, None when
-    the register cannot stand for the previous level (see the module docstring)."""
-    if not _chained([isched.interval for isched in ms.intervals]):
+def _contiguous(intervals: list[c.IntervalBlock], dk: int) -> bool:
+    """Whether the intervals of a sweep in direction ``-dk`` visit one run of levels without
+    a gap for every nk, so that every level but the sweep's first has its neighbour at
+    ``dk`` written just before: each starts where the one before ends, and the sweep's
+    first bound and the bounds between intervals are all counted from the same end of the
+    axis (then the clamping to [0, nk) cannot empty an interval before a non-empty one)."""
+    ivs = sorted(intervals, key=lambda iv: (iv.start.from_end, iv.start.offset))
+    if not ivs or any(a.end != b.start for a, b in zip(ivs, ivs[1:])):
+        return False
+    first = ivs[0].start if dk < 0 else ivs[-1].end
+    return all(b.from_end == first.from_end for b in [iv.start for iv in ivs[1:]])
+
+
+def _carried_in(ms: MultiStage, name: str, dk: int) -> tuple[bool, bool, bool] | None:
+    """(carried, read at offset 0 before its write, preloaded) of ``name`` in sweep ``ms``,
+    None when the register cannot stand for the previous level (see the module docstring).
+    Preloaded: the sweep's first interval reads the neighbour, which the sweep did not
+    write; the register is loaded before the sweep (the neighbour lies in the domain)."""
+    intervals = [isched.interval for isched in ms.intervals]
+    if not (_chained(intervals) or _contiguous(intervals, dk)):
         return None  # a level the sweep skips keeps the old value: only memory has it
-    carried = zero_first = False
+    carried = zero_first = preload = False
     read_in: list[c.Extent] = []  # the extents of the stages reading it, and writing it
     written_in: list[c.Extent] = []
-    for isched in ms.intervals:
+    for position, isched in enumerate(ms.intervals):
         written = False
         for stage, unit in ((st, u) for st in isched.stages for u in st.units):
             for acc in reads(unit):
@@ -82,6 +108,7 @@ def _carried_in(ms: MultiStage, name: str, dk: int) -> tuple[bool, bool] | None:
                     if written or not _reads_previous_level_written(isched.interval, dk):
                         return None
                     carried = True
+                    preload |= position == 0  # (ms.intervals are in the sweep's order)
                 elif off == (0, 0, 0):
                     zero_first |= not written
                 else:
@@ -97,7 +124,7 @@ def _carried_in(ms: MultiStage, name: str, dk: int) -> tuple[bool, bool] | None:
     # a column some writing stage skips would read a level the register never held
     if not all(_within(r, w) for r in read_in for w in written_in):
         return None
-    return (carried, zero_first) if carried else None
+    return (carried, zero_first, preload) if carried else None
 
 
 def _within(inner: c.Extent, outer: c.Extent) -> bool:
@@ -121,10 +148,63 @@ def carried_values(defn: c.ComputationDef, sched: Schedule) -> dict[tuple[int, s
             if found is None:
                 continue
             temporary = name in dict(defn.temporaries)
-            alone = temporary and not found[1] and \
+            _, zero_first, preload = found
+            alone = temporary and not zero_first and not preload and \
                 all(m == m_i for m, _, _ in _uses(sched, name))
-            out[(m_i, name)] = Carried(m_i, name, dk, alone)
+            out[(m_i, name)] = Carried(m_i, name, dk, alone, preload)
     return out
+
+
+def column_private_temporaries(defn: c.ComputationDef, sched: Schedule,
+                               carried: Mapping[tuple[int, str], Carried]) -> tuple[str, ...]:
+    """The 3-D temporaries that each thread of a column group (one thread per column, the
+    sweeps one after the other) alone writes and reads: touched by the multistages of one
+    column group only, never at a horizontal offset, written only at the level itself,
+    every level of [0, nk) written before it is read (``written_before_read``: so no read
+    sees a level another call or no write left), and read only in columns that every
+    stage writing it covers. Such a temporary can live in the thread's own slice of the
+    block's shared memory, nk values per thread, instead of a 3-D array in global memory
+    (the "cuda" backend's on-chip variant: ``targets.cuda_layout.on_chip``). Only those of
+    the first one's element type (one shared array per launch, of one type); in the
+    order of ``defn.temporaries``. A temporary carried only in a register needs neither."""
+    types = dict(defn.temporaries)
+    varying = {a.field for a in variable_k_reads(defn)}
+    # in registers already: those read at their own point only, and those only carried
+    only_register = {cv.name for cv in carried.values() if cv.only_register} \
+        | register_temporaries(defn, sched)
+    out: list[str] = []
+    for group in column_groups(sched):
+        members = {m for m, _ in group}
+        if any(ms.mode != "columns" for _, ms in group):
+            continue
+        for name in types:
+            uses = _uses(sched, name)
+            if name in varying | only_register or not uses \
+                    or any(m not in members or off is not None and off[:2] != (0, 0)
+                           for m, _, off in uses) \
+                    or not written_before_read(name, group) \
+                    or not _columns_written(group, name):
+                continue
+            out.append(name)
+    return tuple(n for n in out if types[n] == types[out[0]])
+
+
+def _columns_written(group: list[tuple[int, MultiStage]], name: str) -> bool:
+    """Every write of ``name`` in ``group`` is at the level itself, and every stage reading
+    it lies within the extent of every stage writing it."""
+    read_in: list[c.Extent] = []
+    written_in: list[c.Extent] = []
+    for _, ms in group:
+        for stage in (st for isched in ms.intervals for st in isched.stages):
+            for unit in stage.units:
+                if any(acc.field == name for acc in reads(unit)):
+                    read_in.append(stage.extent)
+                for n in walk(unit):
+                    if isinstance(n, d.Assign) and n.target == name:
+                        if c.write_offset(n):
+                            return False
+                        written_in.append(stage.extent)
+    return all(_within(r, w) for r in read_in for w in written_in)
 
 
 def temporaries_unit_axis(defn: c.ComputationDef, layout: Mapping[str, int | None]) -> int:
@@ -139,7 +219,12 @@ def temporaries_unit_axis(defn: c.ComputationDef, layout: Mapping[str, int | Non
 
 class GpuComputationLowering(ComputationLowering):
     def __init__(self, defn: c.ComputationDef, sched: Schedule,
-                 layout: Mapping[str, int | None], *args, **kwargs) -> None:
+                 layout: Mapping[str, int | None], *args, column_pointers: bool = False,
+                 **kwargs) -> None:
+        """``column_pointers``: access the column-private temporaries through a pointer to
+        the thread's column, which the CUDA platform can point into shared memory (an
+        OpenCL pointer would need an address space per variant: OpenCL keeps the 3-D
+        arrays)."""
         unit = temporaries_unit_axis(defn, layout)
         layout = {**layout, **{t: unit for t, _ in defn.temporaries}}
         super().__init__(defn, sched, layout, *args, **kwargs)
@@ -163,6 +248,41 @@ class GpuComputationLowering(ComputationLowering):
                 properties=frozenset({k.ScalarArgument(origin_key(name, a))}))
                 for a in self.axes[name]]
         self.columns = {}
+        # the temporaries each thread keeps to itself: accessed through a pointer to its
+        # column (``column_pointers``), which the on-chip variant points into shared memory
+        self.column_pointers: dict[str, k.Buffer] = {}
+        private = column_private_temporaries(self.defn, self.sched, self.carried) \
+            if column_pointers else ()
+        for name in private:
+            dtype = self.dtype_of(name)
+            sym = self.ctx.symbol(f"{name}_column", dtype, pointer=True)
+            level_stride = self.buffers[name].strides[self.axes[name].index("K")]
+            self.column_pointers[name] = k.Buffer(sym.name, dtype, sym, (_sym(self.domain[2]),),
+                                                  (level_stride,))
+
+    def buffer(self, name: str) -> k.Buffer:
+        return self.column_pointers.get(name) or super().buffer(name)
+
+    def index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
+        if name in self.column_pointers:  # the level, in the thread's own column
+            return (_op("+", _sym(self.counters[2]), _const(off[2])),)
+        return super().index(name, off)
+
+    def column_pointer_decls(self, group: list[tuple[int, MultiStage]]) -> list[k.Stmt]:
+        """The pointers to this thread's column of the column-private temporaries ``group``
+        uses: level 0 of the column in the 3-D temporary (the on-chip variant redirects
+        them into shared memory)."""
+        out: list[k.Stmt] = []
+        members = {m for m, _ in group}
+        for name, column in self.column_pointers.items():
+            if not any(m in members for m, _, _ in _uses(self.sched, name)):
+                continue
+            index = tuple(_op("+", _sym(o), _sym(self.counters[AXES.index(a)]))
+                          if a != "K" else _sym(o)
+                          for a, o in zip(self.axes[name], self.origins[name]))
+            full = self.buffers[name]
+            out.append(k.Declare(column.base, k.Address(full, index, dtype=full.element_type)))
+        return out
 
     def columns_group(self, group: list[tuple[int, MultiStage]]) -> k.Stmt:
         title = "; ".join(f"multistage {m_i}: {ms.policy}" for m_i, ms in group) + \
@@ -173,10 +293,13 @@ class GpuComputationLowering(ComputationLowering):
         per_level: list[k.Stmt] = [k.Declare(sym, None) for (m_i, _), sym in
                                    self.carried_registers.items()
                                    if m_i in {m for m, _ in group}]
+        per_level += self.column_pointer_decls(group)
         for m_i, ms in group:
             self.multistage_now = m_i
-            for isched in ms.intervals:
+            for position, isched in enumerate(ms.intervals):
                 k0, k1 = self.k_bounds(isched.interval)
+                if position == 0:
+                    per_level += self.preloads(m_i, ms.policy, k0, k1)
                 body = self.level_body(isched, ext)
                 per_level.append(self.k_loop(kc, k0, k1, ms.policy, body))
         self.multistage_now = -1
@@ -209,6 +332,30 @@ class GpuComputationLowering(ComputationLowering):
     def dtype_of(self, name: str):
         types = {**{f.name: f.dtype for f in self.defn.fields}, **dict(self.defn.temporaries)}
         return types[name]
+
+    def preloads(self, m_i: int, policy: str, k0: k.Expr, k1: k.Expr) -> list[k.Stmt]:
+        """The registers of sweep ``m_i`` that its first level reads as its neighbour's
+        value without the sweep having written it: loaded once, before the sweep's first
+        interval [k0, k1), where that interval has a level (its neighbour is then inside
+        the domain: ``_reads_previous_level_written``)."""
+        kc = self.counters[2]
+        preloaded = [name for (m, name), cv in self.carried.items() if m == m_i and cv.preload]
+        if not preloaded:
+            return []
+        # the neighbour of the sweep's first level (all carried values share the direction),
+        # declared so that an index variant narrows it with the counters
+        level = self.ctx.symbol("k_neighbour", k.INDEX)
+        neighbour = _op("-", k0, _const(1)) if policy == "FORWARD" else k1
+
+        def at_neighbour(n):
+            return _sym(level) if isinstance(n, k.Sym) and n.symbol == kc else None
+
+        body: list[k.Stmt] = [k.Declare(level, neighbour)]
+        for name in preloaded:
+            index = tuple(rewrite(e, at_neighbour) for e in self.index(name, (0, 0, 0)))
+            load = k.Load(self.buffer(name), index, dtype=self.dtype_of(name))
+            body.append(k.SetSym(self.carried_registers[(m_i, name)], load))
+        return [k.Branch(k.Op("<", (k0, k1), dtype=dtypes.BOOL), tuple(body))]
 
     def carried_register(self, name: str) -> tuple[Carried, k.Symbol] | None:
         key = (self.multistage_now, name)

@@ -110,7 +110,8 @@ def plan_computation(req: ComputationRequest, work: Work) -> Work:
     grid-stride variant for a call whose arrays need it (``shared_stages``)."""
     from ..targets.cuda import CUDA_PLATFORM
 
-    return shared_stages.plan_computation_variants(req, work, CUDA_PLATFORM, covering=True)
+    return shared_stages.plan_computation_variants(req, work, CUDA_PLATFORM, covering=True,
+                                                   on_chip=True)
 
 
 def plan_parloop(req: ParLoopRequest, work: Work) -> Work:
@@ -176,9 +177,13 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
         return planned, plan_source(planned)
 
     out = shared_stages.variant_field(req, work)
+    # the bytes one level of a thread's on-chip temporaries takes: the call's nk decides
+    # whether its column fits the block's shared memory
+    level_bytes = sum(b.element_type.itemsize
+                      for b in work.facts["lowering"].column_pointers.values())
     return work.but(entry=CudaEntry(work.plan, work.source, launch.entry_keys,
                                     launch.written, req.defn.name,
-                                    variants=Variants(own, build, out, relevant)))
+                                    variants=Variants(own, build, out, relevant, level_bytes)))
 
 
 def parloop_entry(req: ParLoopRequest, work: Work) -> Work:
@@ -213,7 +218,7 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
     from ..lower.computation_gpu import GpuComputationLowering
 
     lowering = GpuComputationLowering(req.defn, req.sched, layout_of(req.fields, req.defn),
-                                      req.src)
+                                      req.src, column_pointers=True)
     return work.but(kernels=(lowering.lower_all(),), facts={"lowering": lowering})
 
 

@@ -139,28 +139,43 @@ def variant_field(req: ComputationRequest, work: Work) -> str:
 
 
 def plan_computation_variants(req: ComputationRequest, work: Work, platform,
-                              covering: bool) -> Work:
+                              covering: bool, on_chip: bool = False) -> Work:
     """A GPU computation's own launch plan (``platform``: a ``GpuPlatform``) with 32-bit
     indices (origins, domain, strides, counters) and, where ``covering`` (CUDA: OpenCL's
     NDRanges always cover) and a written field bounds the grids, grids that cover the
-    dimensions; the entry plans the 64-bit or grid-stride variant for a call whose arrays
-    need it (``runtime.cuda_variants``) with ``facts["variants"]``: (own, plan, relevant).
+    dimensions; and, where ``on_chip`` (CUDA) and the lowering reaches column-private
+    temporaries through column pointers, those temporaries in the block's shared memory
+    (``targets.cuda_layout.on_chip``; the call's nk decides whether they fit:
+    ``runtime.cuda_variants``). The entry plans the 64-bit, grid-stride or global-memory
+    variant for a call that needs it with ``facts["variants"]``: (own, plan, relevant).
     The lowering already put each field's unit-stride loop innermost (dimension 0) and that
-    stride as the constant 1, so the variants differ in index width and grid loops only."""
+    stride as the constant 1, so the variants differ in index width, grid loops and where
+    the column temporaries live only."""
     from ..ir.verify import checked_plan
-    from ..targets.cuda_layout import Variant, specialize
+    from ..targets.cuda_layout import Variant, in_global_memory, specialize
+    from ..targets.cuda_layout import on_chip as into_shared_memory
 
     (kf,) = work.kernels
     can_cover = covering and covering_field(req, work) is not None
+    columns = tuple(b.base.name for b in work.facts["lowering"].column_pointers.values()) \
+        if on_chip else ()
 
     def relevant(variant: Variant) -> Variant:
-        return Variant(2, frozenset(), variant.narrow, variant.covering and can_cover)
+        return Variant(2, frozenset(), variant.narrow, variant.covering and can_cover,
+                       variant.on_chip and bool(columns))
 
     def plan(variant: Variant):
         wanted = relevant(variant)
-        return checked_plan(platform.plan(specialize(kf, wanted), covering=wanted.covering))
+        if wanted.on_chip:
+            specialized, shared = into_shared_memory(specialize(kf, wanted), columns)
+        else:
+            specialized, shared = in_global_memory(specialize(kf, wanted), columns), None
+        return checked_plan(platform.plan(specialized, covering=wanted.covering,
+                                          shared=shared))
 
-    own = relevant(Variant(2, frozenset(), True, True))
+    # the usual call (nk small enough: runtime.cuda_variants.Variants.wanted) keeps its
+    # column-private temporaries on chip
+    own = relevant(Variant(2, frozenset(), True, True, True))
     return work.but(plan=plan(own), facts={"variants": (own, plan, relevant)})
 
 

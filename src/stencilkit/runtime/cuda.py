@@ -49,7 +49,7 @@ from ..ir.plan import Launch, LaunchPlan, Variant
 from . import cuda_status
 from .cuda_bound import BOUND_LIMIT, BoundPlan, host_read_symbols, positions_of, signature
 from .cuda_status import CAPTURED, PENDING, StatusWord, capturing, current_stream
-from .cuda_variants import Variants, choose
+from .cuda_variants import Variants, choose, shared_block
 from .launch import PointCall, StandardArrays, status_error
 
 #: threads per block by the number of grid dimensions; x (the unit-stride axis) widest, a
@@ -116,6 +116,14 @@ def launch_config(launch: Launch, env: Mapping[str, object], covering: bool = Fa
     plan, whose threads compute one point each (its variant was chosen so that this never
     happens: a RuntimeError if it does)."""
     block = BLOCKS[len(launch.dims)]
+    if launch.shared is not None:  # as many threads as their shared memory fits
+        per_thread = launch.shared.bytes_per_thread(int(evaluate(launch.shared.per_thread, env)))
+        fitting = shared_block(block, per_thread)
+        if fitting is None:
+            raise RuntimeError(f"{launch.name}: {per_thread} bytes of shared memory per thread "
+                               "do not fit a warp's block (a stencilkit bug: the variant "
+                               "should have kept them in global memory)")
+        block = fitting
     grid = [1, 1, 1]
     for i, n in enumerate(extents(launch, env)):
         if n <= 0:
@@ -347,7 +355,8 @@ class CudaEntry:
         arguments ``dev`` (``runtime.cuda_variants``): this one, or one built now and kept."""
         if self.variants is None:
             return self
-        wanted = self.variants.relevant(choose(self.names, dev, self.variants.out))
+        wanted = self.variants.wanted(choose(self.names, dev, self.variants.out), self.names,
+                                      dev)
         if wanted == self.variants.own:
             return self
         entry = self._variants.get(wanted)

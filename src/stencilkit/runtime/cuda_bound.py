@@ -23,7 +23,7 @@ import numpy as np
 
 from ..ir import kernel as k
 from ..ir.core import walk
-from ..ir.host_eval import host_launches
+from ..ir.host_eval import evaluate, host_launches
 from ..ir.plan import HostLoop, Launch, LaunchPlan, Step
 
 GridBlock = tuple[tuple[int, int, int], tuple[int, int, int]]
@@ -49,6 +49,8 @@ def host_read_symbols(steps: tuple[Step, ...]) -> frozenset[str]:
                 yield from (d.start, d.stop)
             if s.host_conditions:
                 yield from s.conditions
+            if s.shared is not None:  # sizes the block and the shared memory
+                yield s.shared.per_thread
 
     for step in steps:
         for e in exprs(step):
@@ -69,6 +71,7 @@ class BoundLaunch:
     template: tuple[object, ...]
     pointers: tuple[tuple[int, int], ...]
     scalars: tuple[tuple[int, int, type], ...]
+    shared_mem: int = 0  # bytes of dynamic shared memory (``Launch.shared``)
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,14 @@ class BoundPlan:
                 else:
                     template.append(np.dtype(p.dtype).type(env[p.name]))
             template.append(status)
+            shared = 0
+            if launch.shared is not None:
+                threads = grid_block[1][0] * grid_block[1][1] * grid_block[1][2]
+                shared = threads * launch.shared.bytes_per_thread(
+                    int(evaluate(launch.shared.per_thread, env)))
             bound.append(BoundLaunch(functions[launch.name], *grid_block,  # type: ignore[arg-type]
-                                     tuple(template), tuple(pointers), tuple(scalars)))
+                                     tuple(template), tuple(pointers), tuple(scalars),
+                                     shared))
         return BoundPlan(tuple(bound), tuple(scratch))
 
     def settled(self, values: Sequence[object], positions: frozenset[int]) -> BoundPlan:
@@ -143,9 +152,13 @@ class BoundPlan:
                     args[slot] = values[i]
                 for slot, i, t in b.scalars:
                     args[slot] = t(values[i])
-                b.function(b.grid, b.block, tuple(args))
+                args_t = tuple(args)
             else:
-                b.function(b.grid, b.block, b.template)
+                args_t = b.template
+            if b.shared_mem:
+                b.function(b.grid, b.block, args_t, shared_mem=b.shared_mem)
+            else:
+                b.function(b.grid, b.block, args_t)
 
 
 def positions_of(params: Sequence[k.Symbol], names: Sequence[k.ArgumentKey],

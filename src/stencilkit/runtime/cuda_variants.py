@@ -4,7 +4,9 @@ call: the output's unit-stride axis (grid x runs along it, so that a warp's load
 coalesce in any order: C, Fortran, the storages of ``sk.empty(..., backend="cuda")`` whose
 unit stride is J), the arrays with a unit stride along it, whether 32-bit index arithmetic
 is exact for these arrays, and whether the grids can cover the extents (a thread per point,
-no grid-stride loops; CUDA's only: OpenCL's NDRanges always cover).
+no grid-stride loops; CUDA's only: OpenCL's NDRanges always cover). For a CUDA computation
+with column-private temporaries, also whether nk of them per thread fit a block's shared
+memory (``Variants.wanted``; the block is then sized to fit: ``shared_block``).
 
 A new variant is built (planned, printed, compiled) on the first call that needs it and kept
 by the entry, as the signature cache keeps specializations.
@@ -12,6 +14,7 @@ by the entry, as the signature cache keeps specializations.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,6 +79,48 @@ def choose_elements(views: Mapping[str, tuple[Sequence[int], Sequence[int]]], ou
 
 _SCALARS = (bool, int, float, complex)
 
+#: the dynamic shared memory a block may use without opting in (cudaFuncSetAttribute): 48 KiB
+#: on every architecture since sm_30, so no launch needs a per-device attribute
+SHARED_LIMIT = 48 * 1024
+#: the fewest threads of a block that keeps its temporaries on chip: one warp (fewer would
+#: leave lanes idle and the reductions' shuffles assume whole warps)
+MIN_SHARED_THREADS = 32
+
+
+#: the shared memory of one SM on the devices the backend is tuned for (H100, H200: 228 KiB)
+SHARED_PER_SM = 228 * 1024
+#: the fewest resident threads per SM the on-chip variant must leave: 16 warps. Each thread
+#: of a sweep has about one level's loads in flight (32 bytes for a, b, c, d), so bandwidth
+#: wants thousands of threads per SM (Little's law: ~4.8 TB/s x ~0.6 µs over 132 SMs is
+#: ~22 KB in flight per SM). With fewer than this, keeping cp and dp on chip (40 instead of
+#: 72 bytes per point) is estimated to lose more to latency than it saves in traffic, so the
+#: global-memory variant, at full occupancy, runs instead. Unmeasured on a GPU: a GPU run
+#: decides the floor (docs/performance-gpu.md, "Occupancy").
+MIN_RESIDENT_THREADS = 512
+
+
+def fits_on_chip(levels: int, level_bytes: int) -> bool:
+    """Whether ``levels`` levels of ``level_bytes`` bytes per thread fit a block of
+    ``MIN_SHARED_THREADS`` threads within ``SHARED_LIMIT`` and leave an SM at least
+    ``MIN_RESIDENT_THREADS`` resident threads within ``SHARED_PER_SM``."""
+    column = levels * level_bytes
+    return (0 < level_bytes and column * MIN_SHARED_THREADS <= SHARED_LIMIT
+            and column * MIN_RESIDENT_THREADS <= SHARED_PER_SM)
+
+
+def shared_block(block: tuple[int, int, int], bytes_per_thread: int
+                 ) -> tuple[int, int, int] | None:
+    """``block`` with as many threads as fit ``SHARED_LIMIT`` bytes of shared memory at
+    ``bytes_per_thread`` each (halved along z, then y, then x, down to a warp), or None
+    when a warp does not fit."""
+    dims = list(block)
+    while dims[0] * dims[1] * dims[2] * bytes_per_thread > SHARED_LIMIT:
+        axis = next((a for a in (2, 1, 0) if dims[a] > 1), 0)
+        if dims[0] * dims[1] * dims[2] <= MIN_SHARED_THREADS:
+            return None
+        dims[axis] //= 2
+    return dims[0], dims[1], dims[2]
+
 
 @functools.lru_cache(maxsize=1024)
 def _choose(arrays: tuple[tuple[str, tuple[int, ...], tuple[int, ...], int], ...],
@@ -115,3 +160,18 @@ class Variants:
     build: Callable[[Variant], tuple[LaunchPlan, str]]
     out: str
     relevant: Callable[[Variant], Variant] = lambda variant: variant  # noqa: E731
+    #: a computation's column-private temporaries: their bytes per level of one column
+    #: (0: none); on chip where the output's levels fit (``fits_on_chip``: its K extent
+    #: bounds nk, so the bound plan's nk always fits the block the launcher sizes)
+    level_bytes: int = 0
+
+    def wanted(self, variant: Variant, names: Sequence[str], args: Sequence[object]
+               ) -> Variant:
+        """The variant to run for a call whose arguments ``args`` are named ``names``, of
+        the layout and sizes ``variant`` (``choose``)."""
+        if self.level_bytes:
+            out = args[list(names).index(self.out)]
+            levels = int(out.shape[2])  # type: ignore[attr-defined]  # an IJK field's K
+            variant = dataclasses.replace(variant,
+                                          on_chip=fits_on_chip(levels, self.level_bytes))
+        return self.relevant(variant)

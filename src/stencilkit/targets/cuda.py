@@ -24,6 +24,10 @@ from .gpu import GpuPlatform, Reduced, identity, privatized
 #: thread-index expressions per grid dimension (dimension 0 is x, the fastest)
 _AXES = ("x", "y", "z")
 STATUS_POINTER = "sk_status"  # the device status word every launch takes last
+#: a thread's index within its block, x fastest, and the threads of a block, in C type
+#: ``ctype`` (the on-chip layout of ``targets.cuda_layout.on_chip``)
+THREAD_IN_BLOCK = "({ctype})(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+BLOCK_THREADS = "({ctype})(blockDim.x * blockDim.y * blockDim.z)"
 
 
 class CudaPlatform(GpuPlatform):

@@ -2,6 +2,11 @@
 the layout and the sizes of the arrays of a call (``Variant``, chosen per call by
 ``runtime.cuda_variants``):
 
+- ``on_chip``: a computation's column-private temporaries (``lower.computation_gpu.
+  column_private_temporaries``) in the thread's slice of the block's dynamic shared memory
+  instead of their 3-D arrays (``on_chip``); otherwise their accesses index the 3-D arrays
+  directly (``in_global_memory``);
+
 - the strides that are one element on the output's unit-stride axis become the constant 1
   (no multiply, and the loads of neighbouring threads are visibly consecutive);
 - where every array's extents and strides fit (``runtime.cuda_variants.fits_32_bits``), the
@@ -24,10 +29,144 @@ import numpy as np
 
 from ..ir import kernel as k
 from ..ir.core import Node, rewrite, walk
-from ..ir.plan import Variant  # noqa: F401 (re-exported: what a kernel is specialized for)
+from ..ir.plan import (
+    SharedMemory,
+    Variant,  # noqa: F401 (re-exported: what a kernel is specialized for)
+)
+from .cuda import BLOCK_THREADS, THREAD_IN_BLOCK
 
 INDEX32 = np.dtype(np.int32)
+SHARED = "sk_shared"  # the launch's dynamic shared memory (``extern __shared__``)
+BLOCK_SIZE = "sk_block_threads"  # the threads of a block: the stride between two levels
 
+
+def on_chip(kf: k.KernelFunction, columns: tuple[str, ...]) -> tuple[k.KernelFunction,
+                                                                     SharedMemory | None]:
+    """``kf`` with the column pointers named ``columns`` (a computation's column-private
+    temporaries, ``lower.computation_gpu``) pointing into the block's dynamic shared memory
+    instead of the temporaries' 3-D arrays, and that memory's description: nk elements
+    per temporary per thread, level-major. The temporary ``t``-th in ``columns`` holds
+    level ``k`` of thread ``p`` (the thread's index within its block) at ``sk_shared[(t *
+    nk + k) * threads + p]``: a warp's accesses to one level are 32 consecutive elements
+    (no bank conflicts), and a thread's column is its own. Nothing else changes: the
+    loads and stores of the temporaries index the column by the level as before, with the
+    block's thread count as the stride. ``kf`` unchanged (and None) without columns."""
+    pointers = {}
+    for s in kf.body:
+        for n in walk(s):
+            if isinstance(n, k.Declare) and n.symbol.name in columns:
+                pointers[n.symbol.name] = n.symbol
+    if not pointers:
+        return kf, None
+    nk = next(p for p in kf.params if (arg := p.get(k.ScalarArgument)) is not None
+              and arg.key == k.DomainExtent("K"))
+    index_t = nk.dtype
+    dtype = next(iter(pointers.values())).dtype
+    shared = k.Symbol(SHARED, dtype, pointer=True)
+    memory = k.Buffer(SHARED, dtype, shared, (), ())
+    threads = k.Symbol(BLOCK_SIZE, index_t)
+    level_stride = (k.Sym(threads, dtype=index_t),)
+    thread = k.Literal(THREAD_IN_BLOCK.format(ctype=_ctype(index_t)), dtype=index_t)
+    order = [name for name in columns if name in pointers]
+
+    def first_element(name: str) -> k.Expr:
+        t = order.index(name)
+        if t == 0:
+            return thread
+        levels: k.Expr = k.Sym(nk, dtype=index_t)
+        if t > 1:
+            levels = k.Op("*", (k.Constant(index_t.type(t), dtype=index_t), levels),
+                          dtype=index_t)
+        before = k.Op("*", (levels, k.Sym(threads, dtype=index_t)), dtype=index_t)
+        return k.Op("+", (before, thread), dtype=index_t)
+
+    def node(n: Node) -> Node | None:
+        match n:
+            case k.Declare(symbol=sym) if sym.name in pointers:
+                return dataclasses.replace(n, value=k.Address(
+                    dataclasses.replace(memory, shape=(first_element(sym.name),),
+                                        strides=(k.Constant(index_t.type(1), dtype=index_t),)),
+                    (first_element(sym.name),), dtype=dtype))
+            case k.Load() | k.Store() if n.buffer.base.name in pointers:
+                return dataclasses.replace(n, buffer=dataclasses.replace(
+                    n.buffer, strides=level_stride))
+        return None
+
+    def with_block_size(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
+        """The block's thread count declared before the first column pointer."""
+        for i, s in enumerate(body):
+            if isinstance(s, k.Declare) and s.symbol.name in pointers:
+                size = k.Literal(BLOCK_THREADS.format(ctype=_ctype(index_t)), dtype=index_t)
+                return (*body[:i], k.Declare(threads, size), *body[i:])
+            inner = _inner_body(s)
+            if inner is not None:
+                new = with_block_size(inner)
+                if new is not inner:
+                    return (*body[:i], _with_inner_body(s, new), *body[i + 1:])
+        return body
+
+    body = with_block_size(tuple(rewrite(s, node) for s in kf.body))
+    per_thread = k.Op("*", (k.Constant(index_t.type(len(order)), dtype=index_t),
+                            k.Sym(nk, dtype=index_t)), dtype=index_t) \
+        if len(order) > 1 else k.Sym(nk, dtype=index_t)
+    return dataclasses.replace(kf, body=body), SharedMemory(shared, per_thread)
+
+
+def in_global_memory(kf: k.KernelFunction, columns: tuple[str, ...]) -> k.KernelFunction:
+    """``kf`` with the column pointers named ``columns`` folded back into the accesses of
+    their 3-D temporaries (the variant whose temporaries stay in global memory): a 64-bit
+    pointer per column held across the sweeps costs more registers than the 32-bit indices
+    it would replace."""
+    columns_at: dict[str, k.Address] = {}
+    for s in kf.body:
+        for n in walk(s):
+            if isinstance(n, k.Declare) and n.symbol.name in columns \
+                    and isinstance(n.value, k.Address):
+                columns_at[n.symbol.name] = n.value
+    if not columns_at:
+        return kf
+
+    def node(n: Node) -> Node | None:
+        if isinstance(n, (k.Load, k.Store)) and n.buffer.base.name in columns_at:
+            at = columns_at[n.buffer.base.name]
+            (level,) = n.indices  # the level in the column: added to the column's K index
+            last = at.indices[-1]
+            index = (*at.indices[:-1], k.Op("+", (last, level), dtype=last.dtype))
+            return dataclasses.replace(n, buffer=at.buffer, indices=index)
+        return None
+
+    def drop(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
+        out = []
+        for s in body:
+            if isinstance(s, k.Declare) and s.symbol.name in columns_at:
+                continue
+            inner = _inner_body(s)
+            if inner is not None:
+                s = _with_inner_body(s, drop(inner))
+                if isinstance(s, k.Branch) and s.orelse:
+                    s = dataclasses.replace(s, orelse=drop(s.orelse))
+            out.append(s)
+        return tuple(out)
+
+    return dataclasses.replace(kf, body=drop(tuple(rewrite(s, node) for s in kf.body)))
+
+
+def _ctype(t: np.dtype) -> str:
+    return "int32_t" if t == INDEX32 else "int64_t"
+
+
+def _inner_body(s: k.Stmt) -> tuple[k.Stmt, ...] | None:
+    if isinstance(s, (k.Loop, k.Section, k.Block, k.ParallelRegion)):
+        return s.body
+    if isinstance(s, k.Branch):
+        return s.then
+    return None
+
+
+def _with_inner_body(s: k.Stmt, body: tuple[k.Stmt, ...]) -> k.Stmt:
+    if isinstance(s, k.Branch):
+        return dataclasses.replace(s, then=body)
+    return dataclasses.replace(s, body=body)  # type: ignore[call-arg]
 
 
 
@@ -109,6 +248,8 @@ def _narrowable(d: k.Declare, retyped: dict[str, k.Symbol], constant: dict[str, 
         if isinstance(n, k.Sym) and n.symbol.name not in retyped \
                 and n.symbol.name not in constant:
             return False
+        if isinstance(n, k.MathCall) and n.func in ("min", "max"):
+            continue  # of 32-bit values: 32-bit (a sweep's first level, clamped to [0, nk])
         if not isinstance(n, (k.Sym, k.Constant, k.Op)) or (
                 isinstance(n, k.Op) and n.op not in ("+", "-", "*", "neg")):
             return False

@@ -37,7 +37,17 @@ from .. import dtypes
 from ..ir import kernel as k
 from ..ir.core import Node, rewrite, walk
 from ..ir.host_eval import host_computable
-from ..ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step, plan_text
+from ..ir.plan import (
+    Dim,
+    HostLoop,
+    Launch,
+    LaunchPlan,
+    Partial,
+    Scratch,
+    SharedMemory,
+    Step,
+    plan_text,
+)
 from ..log import dump
 from .base import status_constant
 from .c import _TESTS, CPlatform, libm
@@ -72,15 +82,16 @@ class GpuPlatform(CPlatform):
     # ------------------------------------------------------------ the plan
 
     def plan(self, kf: k.KernelFunction, unit: tuple[str, int] | None = None,
-             covering: bool = False) -> LaunchPlan:
+             covering: bool = False, shared: SharedMemory | None = None) -> LaunchPlan:
         """The launch plan of a lowered kernel function (an entry, not an internal one).
         ``unit``: (buffer, axis), the unit-stride axis of the buffer that dominates the
         traffic (a point kernel's output): each launch puts on dimension 0 the dimension
         whose counter indexes that axis in the buffer's stores, so that neighbouring
         threads touch consecutive elements whatever the order. Without it (or where no
         store says), the innermost loop is dimension 0: the unit stride of C order.
-        ``covering``: the caller launches grids that cover every dimension."""
-        plan = dataclasses.replace(_Planner(self, kf, unit).run(), covering=covering)
+        ``covering``: the caller launches grids that cover every dimension. ``shared``: the
+        dynamic shared memory of the launches whose bodies use its array."""
+        plan = dataclasses.replace(_Planner(self, kf, unit, shared).run(), covering=covering)
         dump("plan", f"{self.name} {kf.name}", plan_text(plan))
         return plan
 
@@ -198,10 +209,11 @@ def without_thresholds(body: tuple[k.Stmt, ...]) -> tuple[k.Stmt, ...]:
 
 class _Planner:
     def __init__(self, platform: GpuPlatform, kf: k.KernelFunction,
-                 unit: tuple[str, int] | None) -> None:
+                 unit: tuple[str, int] | None, shared: SharedMemory | None = None) -> None:
         self.platform = platform
         self.kf = kf
         self.unit = unit
+        self.shared = shared
         self.count = 0
         self.scratch: dict[str, Scratch] = {}
         self.partials: dict[str, k.Symbol] = {}  # partial buffers and group counts
@@ -324,10 +336,16 @@ class _Planner:
         params += tuple(c for c in counters if c.name in used)
         params += tuple(s.symbol for s in self.scratch.values() if s.symbol.name in used)
         params += tuple(sym for n, sym in self.partials.items() if n in used)
+        shared = self.shared if self.shared is not None \
+            and self.shared.symbol.name in used else None
+        if shared is not None:  # its size is evaluated on the host: its scalars are passed
+            sized = _names(shared.per_thread)
+            params += tuple(q for q in self.kf.params if q.name in sized and q not in params)
+            shared = dataclasses.replace(shared, per_thread=p.lower_expr(shared.per_thread))
         host = self.scalars | {c.name for c in counters}
         on_host = bool(lowered) and all(host_computable(c, host) for c in lowered)
         out = [Launch(name, params, dims, lowered, red.body, red.prologue, red.epilogue,
-                      on_host, red.partials)]
+                      on_host, red.partials, shared)]
         if red.combine:
             out += self.launch((), conds, red.combine, counters)
         return out

@@ -27,7 +27,7 @@ from ..codegen.cfamily import type_suffix
 from ..ir import kernel as k
 from ..ir.core import Node, rewrite, walk
 from ..ir.host_eval import evaluate  # noqa: F401 (re-exported: the runtimes' evaluator)
-from ..ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, Step  # noqa: F401
+from ..ir.plan import Dim, HostLoop, Launch, LaunchPlan, Partial, Scratch, SharedMemory, Step  # noqa: F401
 from ..lower.parallel_nests import mark_parallel_nests  # noqa: F401 (platform.mark_parallel_nests)
 from .gpu import GpuPlatform, Reduced, identity, privatized
 
@@ -40,8 +40,8 @@ class OpenCLPlatform(GpuPlatform):
     name = "opencl"
 
     def plan(self, kf: k.KernelFunction, unit: tuple[str, int] | None = None,
-             covering: bool = False) -> LaunchPlan:
-        return wide_first_index(super().plan(kf, unit, covering))
+             covering: bool = False, shared: SharedMemory | None = None) -> LaunchPlan:
+        return wide_first_index(super().plan(kf, unit, covering, shared))
 
     def thread_index(self, dim: int, ctype: str) -> tuple[str, str | None]:
         # the NDRange is rounded up to whole work-groups: it always covers the dimension

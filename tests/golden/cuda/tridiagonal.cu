@@ -144,6 +144,7 @@ extern "C" __global__ void sk_tridiagonal_computation_1(double *__restrict__ a_,
         if (j < nj) {
             double c_carried;
             double d_carried;
+            double d_carried_1;
             int32_t c_row = (int32_t)((c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_);
             int32_t b_row = (int32_t)((b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_);
             int32_t d_row = (int32_t)((d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_);
@@ -166,9 +167,14 @@ extern "C" __global__ void sk_tridiagonal_computation_1(double *__restrict__ a_,
                 d_carried = (d_[d_row + k] - a_[a_row + k] * d_carried) * m_;
                 d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried;
             }
+            if (0 < sk_max_int64(0, sk_min_int64(nk, nk - 1))) {
+                int32_t k_neighbour = (int32_t)sk_max_int64(0, sk_min_int64(nk, nk - 1));
+                d_carried_1 = d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k_neighbour];
+            }
             for (int32_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
                 /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
-                d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_[d_row + k] - c_[c_row + k] * d_[d_row + k + 1];
+                d_carried_1 = d_[d_row + k] - c_[c_row + k] * d_carried_1;
+                d_[(d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_ + k] = d_carried_1;
             }
         }
     }

@@ -96,8 +96,8 @@ __kernel void sk_blur_wrap_point_2(__global const double *sk_a_base, const long 
     __global double * restrict out = sk_outbase + sk_outoffset;
     const int32_t i0 = 1 + (int32_t)get_global_id(0);
     if (i0 < a_shape_0_ - 1) {
-        int64_t head = sk_min_int64(0, a_shape_1_);
-        int64_t tail = sk_max_int64(head, a_shape_1_);
+        int32_t head = (int32_t)sk_min_int64(0, a_shape_1_);
+        int32_t tail = (int32_t)sk_max_int64(head, a_shape_1_);
         int32_t a_row = (int32_t)(i0 * a_stride_0_);
         for (int32_t t = 0; t < head + (a_shape_1_ - tail); ++t) {
             int64_t b1 = t < head ? t : t - head + tail;
