@@ -176,7 +176,7 @@ def shared_note(plan, nk: int = 80) -> str:
     KiB of it reserved per block)."""
     from stencilkit.ir.host_eval import evaluate
     from stencilkit.runtime.cuda import BLOCKS
-    from stencilkit.runtime.cuda_variants import shared_block
+    from stencilkit.runtime.cuda_variants import fits_on_chip, shared_block
 
     notes = []
     for launch in plan.launches():
@@ -191,8 +191,9 @@ def shared_note(plan, nk: int = 80) -> str:
         threads = block[0] * block[1] * block[2]
         per_block = threads * per_thread
         blocks = min(32, 228 * 1024 // (per_block + 1024))
-        notes.append(f"shared {per_thread} B/thread x {threads} threads = {per_block} B/block, "
-                     f"{blocks} blocks ({blocks * threads} threads) per SM")
+        notes.append(f"on chip: shared {per_thread} B/thread x {threads} threads = {per_block} "
+                     f"B/block, {blocks} blocks ({blocks * threads} threads) per SM; a call "
+                     f"at nk = {nk} runs it: {fits_on_chip(nk, per_thread // nk)}")
     return "; ".join(notes)
 
 
@@ -320,7 +321,7 @@ def main() -> None:
         fallback = global_variant(func, storage)
         if fallback is not None:  # more levels than shared memory holds
             moved, _ = traffic(fallback[0], func)
-            rows.append((f"{label}, temporaries in global memory (more than 96 levels)",
+            rows.append((f"{label}, temporaries in global memory (deeper than fits_on_chip)",
                          fallback[1], f"{moved} B/point moved"))
     rows.append(("hand hdiff, fused (gpu-bench's; C order)", HAND_HDIFF,
                  "1 launch, 24 B/point"))
