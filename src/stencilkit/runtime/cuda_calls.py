@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .cuda import CudaEntry
-from .cuda_status import CAPTURED, PENDING
+from .cuda_status import replay
 
 
 class DeviceLaunch:
@@ -55,15 +55,4 @@ class DeviceLaunch:
         if self.keyed and not self.matches(values):
             entry(*values)  # binds for these bounds (all arrays on the device: no status)
             return
-        stream = self.current_stream()
-        if stream.is_capturing():  # nothing may wait: sk.synchronize() reads the word
-            self.plan.run(values)
-            PENDING[entry] = CAPTURED[entry] = word
-            return
-        if PENDING.pop(entry, None) is not None:
-            code = word.take()
-            if code:
-                raise entry.error_for(code)
-        self.plan.run(values)
-        word.event.record(stream)
-        PENDING[entry] = word
+        replay(entry, word, self.current_stream(), ((self.plan, values),))

@@ -23,7 +23,7 @@ from ..ir.abi import ParLoopCall, RaceMode
 from . import cuda
 from .cuda import _PENDING, CudaEntry, on_device, to_device
 from .cuda_bound import BoundPlan
-from .cuda_status import CAPTURED, PENDING
+from .cuda_status import replay
 from .parloop_blocks import block_layout, check_status, even_blocks, loop_arrays
 
 COLOUR_BLOCK = 16  # elements per thread when colouring; small: threads are the parallelism
@@ -176,18 +176,4 @@ class BoundRun:
         return BoundRun(fn, cp, tuple(runs))
 
     def run(self) -> None:
-        entry, word = self.entry, self.word
-        stream = self.cp.cuda.get_current_stream()
-        if stream.is_capturing():
-            for plan, values in self.runs:
-                plan.run(values)
-            PENDING[entry] = CAPTURED[entry] = word
-            return
-        if PENDING.pop(entry, None) is not None:
-            code = word.take()
-            if code:
-                raise entry.error_for(code)
-        for plan, values in self.runs:
-            plan.run(values)
-        word.event.record(stream)
-        PENDING[entry] = word
+        replay(self.entry, self.word, self.cp.cuda.get_current_stream(), self.runs)

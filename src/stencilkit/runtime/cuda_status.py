@@ -104,3 +104,25 @@ def synchronize(cp: Any, error_for: Callable[[Any, int], StencilError]) -> None:
     first = first_error(pending, error_for)
     if first is not None:
         raise first
+
+
+def replay(entry: Any, word: StatusWord, stream: Any, runs: Any) -> None:
+    """Replay a bound call: ``runs``, pairs of a bound plan and its argument values, on
+    ``stream`` (the caller's current one), with the status protocol around them: the
+    entry's previous call's word taken first (its error raised, as the entry itself would:
+    ``entry.error_for``), the entry's event recorded after, the word marked pending. Inside
+    a capture nothing is read or recorded (the captured word is read by
+    ``sk.synchronize()``)."""
+    if stream.is_capturing():
+        for plan, values in runs:
+            plan.run(values)
+        PENDING[entry] = CAPTURED[entry] = word
+        return
+    if PENDING.pop(entry, None) is not None:
+        code = word.take()
+        if code:
+            raise entry.error_for(code)
+    for plan, values in runs:
+        plan.run(values)
+    word.event.record(stream)
+    PENDING[entry] = word
