@@ -279,12 +279,16 @@ def _tridiag_fields(rng):
     return (a, 4.0 + rng.random(shape), c, d, np.zeros(shape))
 
 
-@pytest.mark.parametrize("definition, fields, run", [
+#: the computations every variant runs on: (definition, fields from an rng, the call)
+COMPUTATION_CASES = [
     (hdiff, _hdiff_fields,
      lambda st, f: st(*f, origin=(2, 2, 0), domain=(f[0].shape[0] - 4, f[0].shape[1] - 4,
                                                     f[0].shape[2]))),
     (tridiag, _tridiag_fields, lambda st, f: st(*f)),
-])
+]
+
+
+@pytest.mark.parametrize("definition, fields, run", COMPUTATION_CASES)
 def test_every_computation_variant_is_bit_identical(definition, fields, run):
     results = []
     for v in (DEFAULT, *_COMPUTATION_VARIANTS):

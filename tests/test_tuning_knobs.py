@@ -22,15 +22,13 @@ from stencilkit.registry import c_autotune
 from stencilkit.targets.c import CKnobs, CPlatform
 
 from .test_tuning import (
-    _hdiff_fields,
+    COMPUTATION_CASES,
     _point_result,
-    _tridiag_fields,
     _wisdom_files,
     hdiff,
     jacobi2d,
     lap3d,
     small_tuning,  # noqa: F401 (a fixture)
-    tridiag,
 )
 
 pytestmark = pytest.mark.skipif(sk.registry.REGISTRY["c"].probe() is not None,
@@ -57,12 +55,7 @@ def test_every_schedule_and_team_is_bit_identical_on_point_kernels(func, shape):
             assert np.array_equal(_point_result(func, a, v), expected), v
 
 
-@pytest.mark.parametrize("definition, fields, run", [
-    (hdiff, _hdiff_fields,
-     lambda st, f: st(*f, origin=(2, 2, 0), domain=(f[0].shape[0] - 4, f[0].shape[1] - 4,
-                                                    f[0].shape[2]))),
-    (tridiag, _tridiag_fields, lambda st, f: st(*f)),
-])
+@pytest.mark.parametrize("definition, fields, run", COMPUTATION_CASES)
 def test_every_schedule_and_team_is_bit_identical_on_computations(definition, fields, run):
     results = []
     for v in (DEFAULT, *_THREAD_VARIANTS):
