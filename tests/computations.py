@@ -99,6 +99,12 @@ def newton_sqrt(x: Field[float], out: Field[float]):
         out = y
 
 
+def temporaries_only(u: Field[float], out: Field[float]):  # writes no field: GT4Py runs it
+    with computation(PARALLEL), interval(...):
+        tmp = u[1, 0, 0] + 1.0
+        unused = tmp * 2.0  # noqa: F841
+
+
 def branches(u: Field[float], out: Field[float]):
     with computation(PARALLEL), interval(...):
         if u > 0.7:

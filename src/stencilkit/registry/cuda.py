@@ -183,7 +183,8 @@ def computation_entry(req: ComputationRequest, work: Work) -> Work:
                       for b in work.facts["lowering"].column_pointers.values())
     return work.but(entry=CudaEntry(work.plan, work.source, launch.entry_keys,
                                     launch.written, req.defn.name,
-                                    variants=Variants(own, build, out, relevant, level_bytes)))
+                                    variants=None if out is None else
+                                    Variants(own, build, out, relevant, level_bytes)))
 
 
 def parloop_entry(req: ParLoopRequest, work: Work) -> Work:

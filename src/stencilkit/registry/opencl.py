@@ -148,7 +148,8 @@ def computation_program(req: ComputationRequest, work: Work) -> Work:
 
     exe = Executable(work.plan, work.source, req.name)
     own, plan, relevant = work.facts["variants"]
-    exe.variants = _variants(plan, own, shared_stages.variant_field(req, work), relevant)
+    out = shared_stages.variant_field(req, work)
+    exe.variants = None if out is None else _variants(plan, own, out, relevant)
     return work.but(entry=exe)
 
 

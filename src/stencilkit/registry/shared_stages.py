@@ -130,12 +130,14 @@ def covering_field(req: ComputationRequest, work: Work) -> str | None:
                  and b not in dict(req.defn.temporaries)), None)
 
 
-def variant_field(req: ComputationRequest, work: Work) -> str:
+def variant_field(req: ComputationRequest, work: Work) -> str | None:
     """The array whose geometry (with every array's sizes) chooses a GPU computation call's
-    variant: ``covering_field``, else the first written buffer."""
+    variant: ``covering_field``, else the first written buffer; None where the computation
+    writes no field (GT4Py accepts one that writes temporaries only; the lowering removed
+    them, so its kernels touch no array and its own plan serves every call)."""
     written = work.described.written
-    return covering_field(req, work) or next(b for b in work.facts["lowering"].buffers
-                                             if b in written)
+    return covering_field(req, work) or next(
+        (b for b in work.facts["lowering"].buffers if b in written), None)
 
 
 def plan_computation_variants(req: ComputationRequest, work: Work, platform,
