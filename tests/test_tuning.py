@@ -7,7 +7,9 @@ bit-identical, the choice stored and reused per machine, "off"/"on"/"measure", t
 from __future__ import annotations
 
 import dataclasses
+import io
 import logging
+import math
 import random
 import re
 import time
@@ -385,14 +387,14 @@ def test_the_choice_is_measured_once_stored_and_reused(small_tuning, tmp_path, m
     files = _wisdom_files(tmp_path)
     assert len(files) == 1
 
-    def refuse(*args):
+    def refuse(*args, **kw):
         raise AssertionError("measured although a choice is stored")
 
     monkeypatch.setattr(c_autotune, "_measure", refuse)
     sk.configure(dump=())
     assert np.array_equal(sk.stencil(backend="c")(jacobi2d)(a), expected)  # "on": stored
     measured = []
-    monkeypatch.setattr(c_autotune, "_measure", lambda *args: measured.append(1) or refuse())
+    monkeypatch.setattr(c_autotune, "_measure", lambda *args, **kw: measured.append(1) or refuse())
     sk.configure(autotune="off")
     sk.stencil(backend="c")(jacobi2d)(a)
     assert measured == []
@@ -427,8 +429,8 @@ def test_the_chosen_variant_is_the_calls_entry_and_callers_out_is_untouched(
     seen = []
     measure = c_autotune._measure
 
-    def watched(*args):
-        found = measure(*args)
+    def watched(*args, **kw):
+        found = measure(*args, **kw)
         seen.append(np.isnan(out).all())  # the candidates ran on a stand-in
         return found
 
@@ -541,12 +543,12 @@ def test_a_knob_whose_rounds_would_not_fit_is_left_pending(monkeypatch):
     assert found.pending == ("vector_bits",)
 
 
-@pytest.mark.parametrize("load, together", [(0.0, 2), (1.2, 2), (2.0, 1), (7.0, 1)])
-def test_candidates_are_built_concurrently_in_the_callers_context(monkeypatch, load, together):
+@pytest.mark.parametrize("busy, together", [(0.0, 2), (0.2, 2), (1.0, 1), (6.0, 1)])
+def test_candidates_are_built_concurrently_in_the_callers_context(monkeypatch, busy, together):
     """With two CPUs and no other work the two alternatives of a knob build at the same time
     (with other work keeping a CPU busy, one at a time), each seeing the context it was
     started from (here the machine profile assumed by the caller)."""
-    monkeypatch.setattr(c_autotune.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(c_autotune, "_other_work", lambda: busy)
     seen, running, most = [], [0], [0]
 
     def build(v):
@@ -563,9 +565,57 @@ def test_candidates_are_built_concurrently_in_the_callers_context(monkeypatch, l
     assert seen == [12345, 12345] and most[0] == together
 
 
+@pytest.mark.parametrize("loadavg, busy", [("1.31 1.20 1.28 1/77 9607\n", 0),
+                                            ("5.02 4.10 3.00 4/230 19607\n", 3), (None, 2.5)])
+def test_other_work_is_what_runs_now_not_the_lagging_average(monkeypatch, loadavg, busy):
+    """The runnable tasks now, less the thread asking (the idle VM above reports a load
+    average of 1.3); the 1-minute average less this process only without /proc."""
+    def fake_open(path, *args, **kwargs):
+        assert path == "/proc/loadavg"
+        if loadavg is None:
+            raise FileNotFoundError(path)
+        return io.StringIO(loadavg)
+
+    monkeypatch.setattr(c_autotune, "open", fake_open, raising=False)
+    monkeypatch.setattr(c_autotune.os, "getloadavg", lambda: (3.5, 3.0, 3.0))
+    assert c_autotune._other_work() == busy
+
+
+@pytest.mark.parametrize("cpus, busy, early", [(2, 0.0, True), (1, 0.0, False),
+                                               (2, 1.0, False)])
+def test_the_first_knobs_candidates_build_while_the_default_builds(small_tuning, monkeypatch,
+                                                                    cpus, busy, early):
+    """With a CPU to spare besides the default's build, the first knob's candidate starts
+    building before the default's build ends (their compiler runs overlap: the first call
+    waits for the default anyway); with none, it waits, as it would only slow the
+    default."""
+    monkeypatch.setattr(c_autotune, "_other_work", lambda: busy)
+    a = np.ones((40, 300))
+    request = _point_request(jacobi2d, a, monkeypatch)
+    events: list[object] = []
+
+    def default():
+        events.append("default begins")
+        time.sleep(0.3)
+        events.append("default ends")
+        return lambda: None
+
+    def build(v):
+        events.append(v)
+        time.sleep(0.05)
+        return lambda: None
+
+    knobs = [[Variant(streaming=False)], [Variant(vector_bits=256)]]
+    with machine.assumed(_profile(cpus=cpus)):
+        c_autotune._choice(request, "point kernel", a.size, lambda source: knobs, default,
+                           build)
+    assert (events.index(Variant(streaming=False)) < events.index("default ends")) == early
+
+
 def test_no_build_runs_while_candidates_are_timed(monkeypatch):
-    """A build started ahead (the next knob's, on a spare CPU) is finished before the
-    current knob's candidates are timed: it would take a CPU and the GIL from them."""
+    """A build started ahead (the next knob's, on a spare CPU, where every knob is tried)
+    is finished before the current knob's candidates are timed: it would take a CPU and
+    the GIL from them."""
     building, overlapped = [0], []
 
     def build(v):
@@ -575,10 +625,30 @@ def test_no_build_runs_while_candidates_are_timed(monkeypatch):
         return lambda: overlapped.append(building[0])
 
     knobs = [[Variant(streaming=False)], [Variant(vector_bits=256)]]
-    monkeypatch.setattr(c_autotune.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(c_autotune, "_other_work", lambda: 0.0)
     with machine.assumed(_profile(cpus=2)):
-        c_autotune._measure(knobs, lambda: overlapped.append(building[0]), build)
+        c_autotune._measure(knobs, lambda: overlapped.append(building[0]), build, math.inf)
     assert overlapped and not any(overlapped)
+
+
+@pytest.mark.parametrize("total_s, ahead", [(None, False), (math.inf, True)])
+def test_later_knobs_build_ahead_only_where_every_knob_is_tried(monkeypatch, total_s, ahead):
+    """Within the total bound the next knob's candidates are not built with this one's:
+    the bound may leave that knob untried, and its builds would have been waited for."""
+    started = []
+
+    def build(v):
+        started.append(v)
+        time.sleep(0.05)
+        return lambda: None
+
+    knobs = [[Variant(streaming=False)], [Variant(vector_bits=256)]]
+    monkeypatch.setattr(c_autotune, "_other_work", lambda: 0.0)
+    monkeypatch.setattr(tuning, "TOTAL_BUDGET_S", 0.0)  # no time for the second knob
+    with machine.assumed(_profile(cpus=2)):
+        found, _ = c_autotune._measure(knobs, lambda: None, build, total_s)
+    assert (Variant(vector_bits=256) in started) == ahead
+    assert found.pending == (() if ahead else ("vector_bits",))
 
 
 def test_knobs_without_time_left_keep_their_default_and_are_named(small_tuning, tmp_path,
@@ -597,5 +667,5 @@ def test_knobs_without_time_left_keep_their_default_and_are_named(small_tuning, 
     assert cache.read_wisdom(path.stem)["pending"] == pending
     if pending:
         assert f"{', '.join(pending)} not tried" in capsys.readouterr().err
-    monkeypatch.setattr(c_autotune, "_measure", lambda *args: pytest.fail("measured again"))
+    monkeypatch.setattr(c_autotune, "_measure", lambda *args, **kw: pytest.fail("measured again"))
     sk.stencil(backend="c")(jacobi2d)(a)

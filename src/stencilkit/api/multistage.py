@@ -408,16 +408,17 @@ class ComputationStencil:
         built = self._builds.get(key)
         if built is None:
             request = self._request(backend, fields)
-            started = time.perf_counter()
-            artifact = driver.run(request)
-            build_event("computation %r: built for backend %r in %.3f s", self.__name__,
-                        backend.name, time.perf_counter() - started,
-                        verbose=getattr(self, "verbose", False))
-            run = artifact.entry
+
+            def build() -> tuple[str, Callable[..., None]]:
+                started = time.perf_counter()
+                artifact = driver.run(request)
+                build_event("computation %r: built for backend %r in %.3f s", self.__name__,
+                            backend.name, time.perf_counter() - started,
+                            verbose=getattr(self, "verbose", False))
+                return artifact.source, artifact.entry
+
             tune = backend.tuner("computation")  # the C backend's measured choice
-            if call is not None and tune is not None:
-                run = tune(run, request, artifact.source, *call)
-            built = (artifact.source, run)
+            built = build() if call is None or tune is None else tune(request, call, build)
             self._builds[key] = built
         return built
 

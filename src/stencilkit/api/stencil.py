@@ -436,19 +436,22 @@ class PointStencil:
             source = driver.render(request).source
             self._last = (chosen.name, typed, source)
             return source
-        started = time.perf_counter()
-        built = driver.run(request)
-        source, entry = built.source, built.entry
-        build_event("point kernel %r: built for backend %r (%s) in %.3f s", name, chosen.name,
-                    ", ".join(str(t) for t in types), time.perf_counter() - started)
-        self._last = (chosen.name, typed, source)
-        call = chosen.launcher("point")(
-            entry, out_dtype, cval, self.cval is not None and border_modes.any_constant(self.mode),
-            name, kernel.loc, launch=built.launch, source=source)
+
+        def build() -> PointCall:
+            started = time.perf_counter()
+            built = driver.run(request)
+            source, entry = built.source, built.entry
+            build_event("point kernel %r: built for backend %r (%s) in %.3f s", name,
+                        chosen.name, ", ".join(str(t) for t in types),
+                        time.perf_counter() - started)
+            self._last = (chosen.name, typed, source)
+            return chosen.launcher("point")(
+                entry, out_dtype, cval,
+                self.cval is not None and border_modes.any_constant(self.mode),
+                name, kernel.loc, launch=built.launch, source=source)
+
         tune = chosen.tuner("point")  # the C backend's measured choice, if any
-        if tune is not None:
-            tune(call, request, args)
-        return call
+        return build() if tune is None else tune(request, args, build)
 
     def axis_modes(self, ndim: int) -> tuple[str, ...]:
         """The border mode of each of ``ndim`` axes; a StencilTypeError when

@@ -130,7 +130,8 @@ class Pieces:
     what runs an entry point at a call; ``array_module``: the array library its arrays
     come from; ``auto_race``: a function of a ParLoop's argument specs returning the
     ``RaceMode`` that ``race="auto"`` runs (None: colouring); ``tuner``: per kind, what
-    may replace a freshly built call's entry by a variant measured on the call's own
+    builds a call (given the request, the call's own arguments and the function that
+    builds it as it is) and may replace its entry by a variant measured on those
     arguments (the C backend's, issue 30; None: the call runs what was built).
     """
 

@@ -16,6 +16,7 @@ calls, other backends and "off" leave the call as it was built."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import contextvars
 import dataclasses
 import logging
@@ -49,54 +50,73 @@ class _Refused(Exception):
     """A candidate returned an error status: the call itself reports it; nothing is tuned."""
 
 
-def tune_point_call(call: PointCall, request: PointRequest, args: tuple) -> None:
-    """Give ``call`` (just built for ``request``) the entry of the variant chosen for calls
+def tune_point_call(request: PointRequest, args: tuple, build: Callable[[], PointCall]
+                    ) -> PointCall:
+    """``build()``'s call for ``request``, with the entry of the variant chosen for calls
     like ``args`` (module docstring)."""
     points = int(getattr(args[0], "size", 0))
     if not _wanted(request, points):
-        return
-    out = np.empty(args[0].shape, call.out_dtype)  # the stand-in output
+        return build()
+    out = np.empty(args[0].shape, request.out_dtype)  # the stand-in output
+    built: list[PointCall] = []
 
     def runner(entry: Callable[..., int]) -> Callable[[], None]:
-        def run() -> None:
-            if entry(*args, out, True, call.cval):
+        def run() -> None:  # runs after the default's build: built[0] is the call
+            if entry(*args, out, True, built[0].cval):
                 raise _Refused
         return run
 
-    knobs = point_knobs(request, call.source, points, machine.current())
-    choice = _choice(request, "point kernel", points, knobs, runner(call.entry),
+    def default() -> Callable[[], None]:
+        built.append(build())
+        return runner(built[0].entry)
+
+    def knobs(source: str) -> list[list[Variant]]:
+        return point_knobs(request, source, points, machine.current())
+
+    choice = _choice(request, "point kernel", points, knobs, default,
                      lambda v: runner(_entry(request, v)))
     if choice is not None and choice != DEFAULT:
-        _install(call, _entry(request, choice))
+        _install(built[0], _entry(request, choice))
+    return built[0]
 
 
-def tune_computation_call(run: Callable[..., None], request: ComputationRequest,
-                          source: str, values: dict, temps: dict, geo: object
-                          ) -> Callable[..., None]:
-    """The computation call to use for calls like this one (``run``, built for
-    ``request``, or a variant's). The candidates run on copies of the fields (a
-    computation writes in place: the caller's fields are not touched before the real
-    call) and on the call's own temporaries (scratch the real call writes first)."""
+def tune_computation_call(request: ComputationRequest, call: tuple,
+                          build: Callable[[], tuple[str, Callable[..., None]]]
+                          ) -> tuple[str, Callable[..., None]]:
+    """``build()``'s (source, call) for ``request``, the call being the variant's chosen for
+    calls like ``call`` (its values, temporaries and geometry). The candidates run on
+    copies of the fields (a computation writes in place: the caller's fields are not
+    touched before the real call) and on the call's own temporaries (scratch the real call
+    writes first)."""
+    values, temps, geo = call
     domain = tuple(getattr(geo, "domain", ()))
     points = int(np.prod(domain)) if domain else 0
     if not _wanted(request, points):
-        return run
+        return build()
     stand_ins: list[dict] = []  # made at the first timed run: a stored choice needs none
+    built: list[tuple[str, Callable[..., None]]] = []
 
-    def runner(call: Callable[..., None]) -> Callable[[], None]:
+    def runner(run: Callable[..., None]) -> Callable[[], None]:
         def go() -> None:
             if not stand_ins:
                 stand_ins.append({n: _copy(v) for n, v in values.items()})
             try:
-                call(stand_ins[0], temps, geo)
+                run(stand_ins[0], temps, geo)
             except Exception as exc:  # an error status: the real call reports it
                 raise _Refused from exc
         return go
 
-    knobs = computation_knobs(source, machine.current())
-    choice = _choice(request, "computation", points, knobs, runner(run),
+    def default() -> Callable[[], None]:
+        built.append(build())
+        return runner(built[0][1])
+
+    def knobs(source: str) -> list[list[Variant]]:
+        return computation_knobs(source, machine.current())
+
+    choice = _choice(request, "computation", points, knobs, default,
                      lambda v: runner(_entry(request, v)))
-    return run if choice is None or choice == DEFAULT else _entry(request, choice)
+    source, run = built[0]
+    return source, run if choice is None or choice == DEFAULT else _entry(request, choice)
 
 
 def _copy(value: object) -> object:
@@ -117,29 +137,41 @@ def _mode(request: Request) -> str:
     return getattr(request, "autotune", None) or config().autotune
 
 
-def _choice(request: Request, what: str, points: int, knobs: list[list[Variant]],
-            default: Callable[[], None], build: Callable[[Variant], Callable[[], None]]
-            ) -> Variant | None:
+def _choice(request: Request, what: str, points: int,
+            knobs_of: Callable[[str], list[list[Variant]]],
+            default: Callable[[], Callable[[], None]],
+            build: Callable[[Variant], Callable[[], None]]) -> Variant | None:
     """The stored choice ("on"), else the one measured now (stored, logged, dumped); None
-    where a candidate refused to run."""
-    if not knobs:
-        return DEFAULT
+    where a candidate refused to run. ``default()`` builds the call as it is and returns
+    its runner; ``knobs_of`` gives the knobs of the generated source. Where a choice is
+    measured, the first knob's candidates start building while the default builds, on
+    the CPUs left (``_Builds.start_early``): on two idle CPUs their compiler runs overlap
+    the default's, which the first call waits for anyway."""
     profile = machine.current()
     key = cache.key("wisdom", front_key(request), str(tuning.size_class(points)),
                     profile.key, current_toolchain().identity)
     if _mode(request) == Autotune.ON:
         stored = _stored(key)
         if stored is not None:
+            default()
             logger.debug("%s %r [c]: stored tuning choice for %d points: %s", what,
                          request.name, points, stored.describe())
             return stored
-    started = time.perf_counter()
-    try:
-        # "measure" asks for the cost now: every knob, only the timed runs bounded
-        found, built_s = _measure(knobs, default, build,
-                                  None if config().autotune == Autotune.ON else math.inf)
-    except _Refused:
-        return None
+    knobs = knobs_of(driver.render(request).source)  # the front stages, kept for the build
+    with _Builds(build) as builds:
+        if knobs:
+            builds.start_early([_merged(DEFAULT, v) for v in knobs[0]])
+        default_run = default()
+        if not knobs:
+            return DEFAULT
+        started = time.perf_counter()
+        try:
+            # "measure" asks for the cost now: every knob, only the timed runs bounded
+            found, built_s = _measure(knobs, default_run, build,
+                                      None if config().autotune == Autotune.ON else math.inf,
+                                      builds=builds)
+        except _Refused:
+            return None
     total = time.perf_counter() - started
     choice = found.choice
     cache.write_wisdom(key, {
@@ -249,8 +281,8 @@ def _stream_min_bytes(profile: machine.MachineProfile) -> int:
 
 
 def _measure(knobs: list[list[Variant]], default: Callable[[], None],
-             build: Callable[[Variant], Callable[[], None]], total_s: float | None = None
-             ) -> tuple[Measurement, float]:
+             build: Callable[[Variant], Callable[[], None]], total_s: float | None = None,
+             builds: _Builds | None = None) -> tuple[Measurement, float]:
     """Coordinate descent over the knobs: each knob's alternatives against the best so
     far. Two bounds: ``tuning.BUDGET_S`` of timed runs, shared by the knobs,
     and ``total_s`` (default ``tuning.TOTAL_BUDGET_S``) of builds and timed runs together;
@@ -259,17 +291,19 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
     the measurement (every variant tried, its best time, the pending knobs) and the seconds
     spent waiting for the candidates' builds.
 
-    The builds run concurrently (``_Builds``), never while candidates are timed: with the
-    alternatives of the knob whose turn it is, as many of the next knobs' alternatives on
-    the best so far are built as there are CPUs left (kept in the cache for a later call
-    where this one has no time left for them)."""
+    The builds run concurrently (``_Builds``), never while candidates are timed. Without a
+    total bound ("measure": every knob is tried), as many of the next knobs' alternatives
+    on the best so far are built with those of the knob whose turn it is as there are CPUs
+    left. Within the bound they are not: waiting for them before the timed runs cost
+    hdiff a knob's builds (0.5 s) that its bound then left untried. ``builds``: the
+    caller's, where some were started before (``_choice``); else its own."""
     begun, built_s, spent, best = time.perf_counter(), 0.0, 0.0, DEFAULT
     total_s = tuning.TOTAL_BUDGET_S if total_s is None else total_s
     times: dict[Variant, float] = {}
     runs: dict[Variant, Callable[[], None]] = {DEFAULT: default}
     warm: set[Variant] = set()
     pending: list[str] = []
-    with _Builds(build) as builds:
+    with contextlib.nullcontext(builds) if builds is not None else _Builds(build) as builds:
         for i, knob in enumerate(knobs):
             tried = [best] + [_merged(best, alternative) for alternative in knob]
             share = max(0.0, tuning.BUDGET_S - spent) / (len(knobs) - i)
@@ -283,7 +317,7 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
                 pending = [tuning.knob_name(k) for k in knobs[i:]]
                 break
             ahead = [_merged(best, alternative) for later in knobs[i + 1:]
-                     for alternative in later]
+                     for alternative in later] if total_s == math.inf else []
             builds.start([v for v in tried if v not in runs],
                          ahead=[v for v in ahead if v not in runs])
             waited = time.perf_counter()
@@ -298,15 +332,28 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
 
 
 def _spare_cpus() -> int:
-    """How many builds to run at a time: the CPUs this process may run on, less those the
-    1-minute load average says other work keeps busy (this process counts as one). On a
-    loaded machine a second build only competes with the first."""
+    """How many builds to run at a time: the CPUs this process may run on, less those other
+    work keeps busy (``_other_work``). On a loaded machine a second build only competes
+    with the first."""
     cpus = max(1, machine.current().cpus)
+    return max(1, cpus - round(_other_work()))
+
+
+def _other_work() -> float:
+    """The CPUs other work keeps busy now: the tasks the kernel counts as runnable at this
+    instant (``/proc/loadavg``'s fourth field) less the thread asking. Where there is no
+    such file, the 1-minute load average less this process: it lags (a process that ended
+    seconds ago still counts) and on a VM may not fall to 0 (on this one it stayed at
+    1.2-1.4 with nothing running, which left no CPU to spare on 2)."""
     try:
-        busy = max(0, round(os.getloadavg()[0]) - 1)
+        with open("/proc/loadavg") as f:
+            return max(0, int(f.read().split()[3].split("/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return max(0.0, os.getloadavg()[0] - 1)
     except OSError:  # no load average on this platform
-        busy = 0
-    return max(1, cpus - busy)
+        return 0.0
 
 
 class _Builds:
@@ -329,6 +376,13 @@ class _Builds:
 
     def __exit__(self, *exc: object) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def start_early(self, variants: list[Variant]) -> None:
+        """Start the builds of ``variants`` while the caller builds the default: as many
+        as there are spare CPUs besides the one that build takes (none on one CPU or a
+        loaded machine, where they would only slow it)."""
+        for v in variants[:self._workers - 1]:
+            self._submit(v)
 
     def start(self, needed: list[Variant], ahead: Sequence[Variant] = ()) -> None:
         """Start the builds of ``needed``, then of ``ahead`` while fewer builds than CPUs
