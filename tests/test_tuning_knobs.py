@@ -67,6 +67,48 @@ def test_every_schedule_and_team_is_bit_identical_on_computations(definition, fi
         assert np.array_equal(out, results[0]), v
 
 
+# ---------------------------------------------------------------- the column block
+
+
+def _tridiag_build(variant: Variant, fields):
+    """The tridiagonal solve's result on ``fields`` and the source built for their layout,
+    as ``variant``."""
+    definition, _, run = COMPUTATION_CASES[1]
+    with tuning.building(variant):
+        st = sk.stencil(definition, backend="c")
+        run(st, fields)
+    (source,) = [source for source, _ in st._builds.values()]
+    return fields[-1], source
+
+
+@pytest.mark.parametrize("block", [*c_autotune.COLUMN_BLOCKS, 3])
+def test_every_column_block_is_bit_identical(block):
+    """K contiguous, 7 columns: blocks of 3, 4 and 16 leave a partial block (16: only
+    one); each column's recurrence is computed alone, so the values are the default's."""
+    _, fields, _ = COMPUTATION_CASES[1]
+    expected, default_source = _tridiag_build(DEFAULT, fields(np.random.default_rng(8)))
+    got, source = _tridiag_build(Variant(column_block=block),
+                                 fields(np.random.default_rng(8)))
+    assert np.array_equal(got, expected)
+    assert f"jb += {block})" in source and "jb += 8)" in default_source
+
+
+def test_the_column_block_is_offered_where_columns_are_blocked():
+    _, fields, _ = COMPUTATION_CASES[1]
+    _, source = _tridiag_build(DEFAULT, fields(np.random.default_rng(8)))
+    blocks = [Variant(column_block=b) for b in c_autotune.COLUMN_BLOCKS]
+    assert blocks in c_autotune.computation_knobs(source, _profile(cpus=2))
+    # I contiguous (Fortran order): the columns of a row are swept together, no blocks
+    _, source = _tridiag_build(DEFAULT, [np.asfortranarray(f)
+                                         for f in fields(np.random.default_rng(8))])
+    assert "jb" not in source
+    knobs = c_autotune.computation_knobs(source, _profile(cpus=2))
+    assert not any(v.column_block for knob in knobs for v in knob)
+    assert Variant.from_json({"column_block": 4}) == Variant(column_block=4)
+    with pytest.raises(ValueError):
+        Variant.from_json({"column_block": "4"})
+
+
 def test_the_variant_writes_its_schedule_and_team_into_the_pragmas():
     a = np.ones((40, 300))
     with tuning.building(DEFAULT):

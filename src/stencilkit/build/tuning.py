@@ -3,7 +3,8 @@ machine, the variant being built, timing candidates within a budget, and the "wi
 remembers a choice per (kernel, signature, size class, machine).
 
 The knobs are the ones that moved the numbers (docs/performance.md, "Autotuning"):
-streaming or plain stores of a point kernel's output, the vector width GCC prefers on a CPU
+streaming or plain stores of a point kernel's output, the columns per block of a column
+sweep over K-contiguous arrays, the vector width GCC prefers on a CPU
 with AVX-512, ``-mtune=`` of the nearest processor the compiler knows where it does not
 know this one, and the OpenMP schedule (static blocks or chunks dealt round-robin) and team
 (the whole or fewer threads) of loops without reductions. Every variant computes the same
@@ -68,6 +69,7 @@ class Variant:
     collapse: bool | None = None  # a computation's contiguous J/K rows as one loop
     threads: int | None = None  # at most this many threads per parallel loop (the team's)
     chunk: int | None = None  # schedule(static, chunk) instead of one block per thread
+    column_block: int | None = None  # columns per block of a K-contiguous column sweep
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -106,7 +108,7 @@ class Variant:
         v = cls(**data)
         if not all(isinstance(x, t) or x is None for x, t in (
                 (v.streaming, bool), (v.vector_bits, int), (v.tune, str), (v.collapse, bool),
-                (v.threads, int), (v.chunk, int))):
+                (v.threads, int), (v.chunk, int), (v.column_block, int))):
             raise ValueError(f"a knob of the wrong type: {data!r}")
         return v
 

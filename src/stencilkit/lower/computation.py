@@ -49,7 +49,9 @@ from ..ir.core import walk
 from .point import PointLowering, free_parameters, function_name
 
 AXES = "IJK"
-COLUMN_BLOCK = 8  # columns interleaved per K sweep when K is the contiguous axis
+#: columns interleaved per K sweep when K is the contiguous axis (the default; the C
+#: backend's tuner measures others: build/tuning.py's ``column_block``)
+COLUMN_BLOCK = 8
 
 
 def _const(v: int) -> k.Constant:
@@ -208,12 +210,14 @@ class ComputationLowering(PointLowering):
     """Reuses the point-kernel expression lowering; accesses become origin-relative loads."""
 
     def __init__(self, defn: c.ComputationDef, sched: Schedule, layout: dict[str, int | None],
-                 src: SourceFunction, *, stage_columns: bool = False) -> None:
+                 src: SourceFunction, *, stage_columns: bool = False,
+                 column_block: int = COLUMN_BLOCK) -> None:
         dummy = d.PointKernel(defn.name, (), (), ndim=3, return_type=dtypes.FLOAT64)
         super().__init__(dummy, ((0, 0),) * 3, None, src.line_text,  # type: ignore[arg-type]
                          src.filename.rsplit("/", 1)[-1])
         self.defn = defn
         self.sched = sched
+        self.column_block = column_block
         self.unit_axes = layout  # per field: its unit-stride axis (None: none)
         self.registers = register_temporaries(defn, sched)
         self.columns = column_temporaries(defn, sched, self.registers)
@@ -419,13 +423,13 @@ class ComputationLowering(PointLowering):
         if unit_k:  # one block of jammed columns
             jb = self.ctx.symbol("jb", k.INDEX)
             self.jam_start = _sym(jb)
-            width: k.Expr = _const(COLUMN_BLOCK)
+            width: k.Expr = _const(self.column_block)
         else:  # the row of columns of one outer iteration
             self.jam_start = start
             width = _op("-", stop, start)
         arrays = self.column_arrays(written, width)
         if unit_k:
-            block_end = k.MathCall("min", (_op("+", _sym(jb), _const(COLUMN_BLOCK)), stop),
+            block_end = k.MathCall("min", (_op("+", _sym(jb), _const(self.column_block)), stop),
                                    dtype=k.INDEX)
             staged = self.staged_fields(group, stages, ext)
             stage_in, stage_out = self.stage_copies(staged, written, inner_axis, _sym(jb),
@@ -446,7 +450,7 @@ class ComputationLowering(PointLowering):
             # Unroll and jam: K outside a block of columns, so that the block's independent
             # recurrences overlap instead of waiting on one column's latency chain.
             body = tuple(self.jam_levels(stmt, inner_axis, _sym(jb), block_end) for stmt in body)
-            body = (k.Loop(jb, start, stop, _const(COLUMN_BLOCK),
+            body = (k.Loop(jb, start, stop, _const(self.column_block),
                            tuple(arrays) + stage_in + body + stage_out),)
             for f in staged:  # the next group reads the fields themselves
                 del self.staged[f], self.column_buffers[f]
@@ -528,9 +532,9 @@ class ComputationLowering(PointLowering):
             copy_in, copy_out = [], []
             for f in names:
                 base = self.ctx.user_symbol(f"{f}_column", dtype[f], pointer=True)
-                buf = k.Buffer(f, dtype[f], base, (_const(COLUMN_BLOCK), span),
-                               (_const(1), _const(COLUMN_BLOCK)))
-                decls.append(k.DeclareArray(buf, k.Op("*", (_const(COLUMN_BLOCK), span),
+                buf = k.Buffer(f, dtype[f], base, (_const(self.column_block), span),
+                               (_const(1), _const(self.column_block)))
+                decls.append(k.DeclareArray(buf, k.Op("*", (_const(self.column_block), span),
                                                       dtype=k.INDEX)))
                 home = self.field_index(f, (0, 0, 0))
                 if f not in fresh:

@@ -129,10 +129,13 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
     """K contiguous: fields copied into level-major column buffers around each block of
     columns, so that the block's recurrences run as vector operations (measured on
     C-ordered arrays: 0.8x the time of the strided jammed loop)."""
-    from ..lower.computation import ComputationLowering, layout_of
+    from ..build import tuning
+    from ..lower.computation import COLUMN_BLOCK, ComputationLowering, layout_of
 
     layout = layout_of(req.fields, req.defn)
-    lowering = ComputationLowering(req.defn, req.sched, layout, req.src, stage_columns=True)
+    lowering = ComputationLowering(req.defn, req.sched, layout, req.src, stage_columns=True,
+                                   column_block=tuning.current_variant().column_block
+                                   or COLUMN_BLOCK)
     return work.but(kernels=(lowering.lower_all(),),
                     facts={"lowering": lowering, "layout": layout})
 
