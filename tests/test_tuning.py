@@ -581,15 +581,17 @@ def test_other_work_is_what_runs_now_not_the_lagging_average(monkeypatch, loadav
     assert c_autotune._other_work() == busy
 
 
-@pytest.mark.parametrize("cpus, busy, early", [(2, 0.0, True), (1, 0.0, False),
-                                               (2, 1.0, False)])
+@pytest.mark.parametrize("cpus, busy, dumped, early", [
+    (2, 0.0, (), True), (1, 0.0, (), False), (2, 1.0, (), False), (2, 0.0, ("code",), False)])
 def test_the_first_knobs_candidates_build_while_the_default_builds(small_tuning, monkeypatch,
-                                                                    cpus, busy, early):
+                                                                    cpus, busy, dumped, early):
     """With a CPU to spare besides the default's build, the first knob's candidate starts
     building before the default's build ends (their compiler runs overlap: the first call
     waits for the default anyway); with none, it waits, as it would only slow the
-    default."""
+    default; with a dump asked for too (the knobs come from the default's source, so that
+    its stages run and print once)."""
     monkeypatch.setattr(c_autotune, "_other_work", lambda: busy)
+    sk.configure(dump=dumped)
     a = np.ones((40, 300))
     request = _point_request(jacobi2d, a, monkeypatch)
     events: list[object] = []
@@ -598,7 +600,7 @@ def test_the_first_knobs_candidates_build_while_the_default_builds(small_tuning,
         events.append("default begins")
         time.sleep(0.3)
         events.append("default ends")
-        return lambda: None
+        return (lambda: None), ""
 
     def build(v):
         events.append(v)

@@ -66,9 +66,9 @@ def tune_point_call(request: PointRequest, args: tuple, build: Callable[[], Poin
                 raise _Refused
         return run
 
-    def default() -> Callable[[], None]:
+    def default() -> tuple[Callable[[], None], str]:
         built.append(build())
-        return runner(built[0].entry)
+        return runner(built[0].entry), built[0].source
 
     def knobs(source: str) -> list[list[Variant]]:
         return point_knobs(request, source, points, machine.current())
@@ -106,9 +106,9 @@ def tune_computation_call(request: ComputationRequest, call: tuple,
                 raise _Refused from exc
         return go
 
-    def default() -> Callable[[], None]:
+    def default() -> tuple[Callable[[], None], str]:
         built.append(build())
-        return runner(built[0][1])
+        return runner(built[0][1]), built[0][0]
 
     def knobs(source: str) -> list[list[Variant]]:
         return computation_knobs(source, machine.current())
@@ -139,14 +139,16 @@ def _mode(request: Request) -> str:
 
 def _choice(request: Request, what: str, points: int,
             knobs_of: Callable[[str], list[list[Variant]]],
-            default: Callable[[], Callable[[], None]],
+            default: Callable[[], tuple[Callable[[], None], str]],
             build: Callable[[Variant], Callable[[], None]]) -> Variant | None:
     """The stored choice ("on"), else the one measured now (stored, logged, dumped); None
     where a candidate refused to run. ``default()`` builds the call as it is and returns
-    its runner; ``knobs_of`` gives the knobs of the generated source. Where a choice is
-    measured, the first knob's candidates start building while the default builds, on
-    the CPUs left (``_Builds.start_early``): on two idle CPUs their compiler runs overlap
-    the default's, which the first call waits for anyway."""
+    its runner and source; ``knobs_of`` gives the knobs of the generated source. Where a
+    choice is measured, the first knob's candidates start building while the default
+    builds, on the CPUs left (``_Builds.start_early``): on two idle CPUs their compiler
+    runs overlap the default's, which the first call waits for anyway. (Not where a dump
+    is asked for: the source is then known after the default's build, whose stages would
+    otherwise run, and print, twice.)"""
     profile = machine.current()
     key = cache.key("wisdom", front_key(request), str(tuning.size_class(points)),
                     profile.key, current_toolchain().identity)
@@ -157,11 +159,14 @@ def _choice(request: Request, what: str, points: int,
             logger.debug("%s %r [c]: stored tuning choice for %d points: %s", what,
                          request.name, points, stored.describe())
             return stored
-    knobs = knobs_of(driver.render(request).source)  # the front stages, kept for the build
+    # the front stages, kept for the default's build (with a dump, they would run again)
+    knobs = None if config().dump else knobs_of(driver.render(request).source)
     with _Builds(build) as builds:
         if knobs:
             builds.start_early([_merged(DEFAULT, v) for v in knobs[0]])
-        default_run = default()
+        default_run, source = default()
+        if knobs is None:
+            knobs = knobs_of(source)
         if not knobs:
             return DEFAULT
         started = time.perf_counter()
