@@ -419,6 +419,35 @@ def test_small_calls_are_not_tuned(small_tuning, tmp_path):
     assert _wisdom_files(tmp_path) == []
 
 
+def test_a_computations_candidates_write_copies_and_share_what_they_only_read(
+        small_tuning, monkeypatch):
+    """The candidates write a copy of each field the computation writes (the caller's keep
+    their values until the real call), and read the fields it only reads in place."""
+    definition, fields, run = COMPUTATION_CASES[1]  # the tridiagonal solve writes x only
+    f = fields(np.random.default_rng(4))
+    f[-1][...] = np.nan
+    before = [x.copy() for x in f[:-1]]
+    seen = []
+    measure = c_autotune._measure
+
+    def watched(*args, **kw):
+        found = measure(*args, **kw)
+        seen.append(np.isnan(f[-1]).all())
+        return found
+
+    copies = []
+    copy = c_autotune._copy
+    monkeypatch.setattr(c_autotune, "_copy", lambda v: copies.append(v) or copy(v))
+    monkeypatch.setattr(c_autotune, "_measure", watched)
+    run(sk.stencil(definition, backend="c"), f)
+    assert seen == [True]
+    assert len(copies) == 1 and copies[0] is f[-1]
+    assert all(np.array_equal(x, y) for x, y in zip(f[:-1], before))
+    expected = fields(np.random.default_rng(4))
+    run(sk.stencil(definition, backend="numpy"), expected)
+    assert np.allclose(f[-1], expected[-1], rtol=1e-13)
+
+
 def test_the_chosen_variant_is_the_calls_entry_and_callers_out_is_untouched(
         small_tuning, monkeypatch):
     forced = Variant(streaming=True)

@@ -85,21 +85,24 @@ def tune_computation_call(request: ComputationRequest, call: tuple,
                           ) -> tuple[str, Callable[..., None]]:
     """``build()``'s (source, call) for ``request``, the call being the variant's chosen for
     calls like ``call`` (its values, temporaries and geometry). The candidates run on
-    copies of the fields (a computation writes in place: the caller's fields are not
-    touched before the real call) and on the call's own temporaries (scratch the real call
-    writes first)."""
+    copies of the fields the computation writes (it writes in place: the caller's fields
+    are not touched before the real call; those it only reads are shared, which saved the
+    C-ordered tridiagonal solve 256x256x80 four 42 MB copies) and on the call's own
+    temporaries (scratch the real call writes first)."""
     values, temps, geo = call
     domain = tuple(getattr(geo, "domain", ()))
     points = int(np.prod(domain)) if domain else 0
     if not _wanted(request, points):
         return build()
     stand_ins: list[dict] = []  # made at the first timed run: a stored choice needs none
+    written = {n for ms in request.sched.multistages for n in ms.written}
     built: list[tuple[str, Callable[..., None]]] = []
 
     def runner(run: Callable[..., None]) -> Callable[[], None]:
         def go() -> None:
             if not stand_ins:
-                stand_ins.append({n: _copy(v) for n, v in values.items()})
+                stand_ins.append({n: _copy(v) if n in written else v
+                                  for n, v in values.items()})
             try:
                 run(stand_ins[0], temps, geo)
             except Exception as exc:  # an error status: the real call reports it
@@ -249,12 +252,14 @@ def computation_knobs(source: str, profile: machine.MachineProfile) -> list[list
 
 
 #: the columns per block tried against the default's (``lower.computation.COLUMN_BLOCK``,
-#: 8): half and twice. Each column's recurrence is computed alone whatever the block, so
-#: the results are the same; the block sets how many independent recurrences overlap
-#: (4 float64: one AVX2 vector) against how much of the column buffers stays in L1.
+#: 8): half. Each column's recurrence is computed alone whatever the block, so the results
+#: are the same; the block sets how many independent recurrences overlap (4 float64: one
+#: AVX2 vector, 8 one AVX-512 vector) against how much of the column buffers stays in L1.
 #: Measured on the 2-vCPU AVX-512 machine (C-ordered tridiagonal solve 256x256x80, loaded
-#: by a test run, 15 interleaved rounds): 4 and 8 within 2%, 16 and 32 1.2x and 1.4x slower
-COLUMN_BLOCKS = (4, 16)
+#: by a test run, 15 interleaved rounds): 4 and 8 within 2%, 16 and 32 1.2x and 1.4x
+#: slower. So only 4 is tried: a second candidate (16) made this knob's builds, the first
+#: the solve's tuning tries, cost 1.1-1.4 s of its first call
+COLUMN_BLOCKS = (4,)
 
 
 def common_knobs(profile: machine.MachineProfile) -> list[list[Variant]]:
