@@ -238,6 +238,11 @@ class Schedule:
     # from one end of the domain are assumed not to reach the other end
     min_domain: tuple[int, int] = (0, 0)
 
+    @property
+    def written(self) -> frozenset[str]:
+        """The fields and temporaries some multistage writes."""
+        return frozenset().union(*(ms.written for ms in self.multistages))
+
     def extent(self, name: str) -> c.Extent:
         return dict(self.extents).get(name, ZERO)
 

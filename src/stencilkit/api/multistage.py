@@ -101,7 +101,7 @@ class ComputationStencil:
         # the caller passes every field but the 2-D temporaries, which calls allocate
         self._parameter_fields = typed.parameter_fields
         written = tuple(f.name for f in self._parameter_fields
-                        if any(f.name in ms.written for ms in self.schedule.multistages))
+                        if f.name in self.schedule.written)
         self._arguments = ComputationArguments(
             dataclasses.replace(typed, fields=self._parameter_fields), self.__name__,
             parsed.params[:func.__code__.co_argcount], parameter_defaults(func), written)

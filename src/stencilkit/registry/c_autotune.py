@@ -95,7 +95,7 @@ def tune_computation_call(request: ComputationRequest, call: tuple,
     if not _wanted(request, points):
         return build()
     stand_ins: list[dict] = []  # made at the first timed run: a stored choice needs none
-    written = {n for ms in request.sched.multistages for n in ms.written}
+    written = request.sched.written
     built: list[tuple[str, Callable[..., None]]] = []
 
     def runner(run: Callable[..., None]) -> Callable[[], None]:

@@ -125,7 +125,7 @@ def covering_field(req: ComputationRequest, work: Work) -> str | None:
     extents add a halo), so where they fit a grid (``runtime.cuda_variants``) the grids
     cover the dimensions with a block of at least 2 on y and z: twice the limit checked."""
     lowering = work.facts["lowering"]
-    written = {n for ms in req.sched.multistages for n in ms.written}
+    written = req.sched.written
     return next((b for b in lowering.buffers if b in written and lowering.axes[b] == "IJK"
                  and b not in dict(req.defn.temporaries)), None)
 
