@@ -10,6 +10,7 @@ import dataclasses
 import io
 import logging
 import math
+import os
 import random
 import re
 import time
@@ -700,3 +701,48 @@ def test_knobs_without_time_left_keep_their_default_and_are_named(small_tuning, 
         assert f"{', '.join(pending)} not tried" in capsys.readouterr().err
     monkeypatch.setattr(c_autotune, "_measure", lambda *args, **kw: pytest.fail("measured again"))
     sk.stencil(backend="c")(jacobi2d)(a)
+
+
+@pytest.mark.parametrize("others_per_second, chosen", [(0.0, Variant(threads=1)),
+                                                        (0.05, Variant(threads=1)),
+                                                        (0.9, DEFAULT), (None, DEFAULT)])
+def test_a_smaller_team_is_chosen_only_on_an_otherwise_idle_machine(monkeypatch,
+                                                                    others_per_second, chosen):
+    """One thread measured faster than the whole team: chosen where other processes used
+    (almost) no CPU during the timed runs; where they used most of one (or that cannot be
+    read) the whole team stays and the knob is named pending, as the choice would outlive
+    the load that made one thread look faster."""
+    clock = [0.0]
+    monkeypatch.setattr(tuning.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(c_autotune.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(c_autotune, "_others_cpu_seconds", lambda: None if others_per_second
+                        is None else 100.0 + others_per_second * clock[0])
+
+    def runner(seconds):
+        def run():
+            clock[0] += seconds
+        return run
+
+    knobs = [[Variant(threads=1)]]
+    found, _ = c_autotune._measure(knobs, runner(0.02), lambda v: runner(0.01))
+    assert found.choice == chosen
+    assert found.pending == (() if chosen != DEFAULT else ("threads",))
+
+
+def test_other_processes_cpu_time_is_read_from_the_kernel(monkeypatch):
+    """Every CPU's busy time (idle and iowait left out) less this process's own, whose
+    threads (OpenMP's spinning workers) would otherwise count as someone else's."""
+    if c_autotune._others_cpu_seconds() is None:
+        pytest.skip("no /proc/stat here")
+    stat = "cpu  1000 20 300 99999 55 7 3 10 0 0\ncpu0 500 10 150 50000 20 3 1 5 0 0\n"
+    monkeypatch.setattr(c_autotune, "open", lambda *a, **kw: io.StringIO(stat), raising=False)
+    monkeypatch.setattr(c_autotune.os, "sysconf", lambda name: 100)
+    monkeypatch.setattr(c_autotune.os, "times", lambda: os.times_result((2.5, 0.5, 0, 0, 0)))
+    assert c_autotune._others_cpu_seconds() == pytest.approx(
+        (1000 + 20 + 300 + 7 + 3 + 10) / 100 - 3.0)
+    monkeypatch.setattr(c_autotune, "open", lambda *a, **kw: io.StringIO("intr 1 2 3\n"),
+                        raising=False)
+    assert c_autotune._others_cpu_seconds() is None
+    assert c_autotune._others_were_busy(10.0, 10.5, 1.0)
+    assert not c_autotune._others_were_busy(10.0, 10.1, 1.0)
+    assert c_autotune._others_were_busy(None, 10.1, 1.0)

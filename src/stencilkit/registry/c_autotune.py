@@ -327,6 +327,7 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
     runs: dict[Variant, Callable[[], None]] = {DEFAULT: default}
     warm: set[Variant] = set()
     pending: list[str] = []
+    busy_team: list[str] = []  # the team knob, where it was measured on a busy machine
     with contextlib.nullcontext(builds) if builds is not None else _Builds(build) as builds:
         for i, knob in enumerate(knobs):
             tried = [best] + [_merged(best, alternative) for alternative in knob]
@@ -348,11 +349,20 @@ def _measure(knobs: list[list[Variant]], default: Callable[[], None],
             runs.update({v: builds.result(v) for v in tried if v not in runs})
             builds.settle()  # nothing builds while candidates are timed
             built_s += time.perf_counter() - waited
+            before = best
+            others = _others_cpu_seconds()
             best, found, seconds = tuning.fastest([(v, runs[v]) for v in tried],
-                                                   budget_s=share, baseline=best, warm=warm)
+                                                   budget_s=share, baseline=before, warm=warm)
             times.update(found)
             spent += seconds
-    return Measurement(tuple(times.items()), best, spent, tuple(pending)), built_s
+            if (best.threads or 0) and not (before.threads or 0) and _others_were_busy(
+                    others, _others_cpu_seconds(), seconds):
+                # a smaller team wins while other work holds CPUs, and the choice would
+                # outlive that work: the whole team stays, the knob waits for "measure"
+                best = before
+                busy_team.append(tuning.knob_name(knob))
+    return (Measurement(tuple(times.items()), best, spent, tuple(busy_team + pending)),
+            built_s)
 
 
 def _spare_cpus() -> int:
@@ -361,6 +371,40 @@ def _spare_cpus() -> int:
     with the first."""
     cpus = max(1, machine.current().cpus)
     return max(1, cpus - round(_other_work()))
+
+
+#: other processes' CPU time, as a share of the timed runs' wall time, above which a team
+#: smaller than the whole is not chosen: a fifth of a CPU (a compiler, a test run) is
+#: enough to make one thread look as fast as two on a 2-CPU machine
+BUSY_SHARE = 0.2
+
+
+def _others_were_busy(before: float | None, after: float | None, seconds: float) -> bool:
+    """Whether other processes used more than ``BUSY_SHARE`` of a CPU between two readings
+    of ``_others_cpu_seconds`` taken ``seconds`` apart; True where that cannot be told
+    (a smaller team is then never chosen: the whole is OpenMP's own default)."""
+    if before is None or after is None or seconds <= 0:
+        return True
+    return (after - before) / seconds > BUSY_SHARE
+
+
+def _others_cpu_seconds() -> float | None:
+    """CPU seconds every process but this one has used since boot: all CPUs' busy time
+    (``/proc/stat``'s first line: user, nice, system, irq, softirq, steal) less this
+    process's (``os.times``, every thread's: OpenMP's workers spinning after a loop are
+    ours). Unlike the runnable tasks at one instant (``_other_work``), the difference of
+    two readings covers everything between them. None without ``/proc/stat``."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
+    own = os.times()
+    return (user + nice + system + irq + softirq + steal) / ticks - own.user - own.system
 
 
 def _other_work() -> float:
