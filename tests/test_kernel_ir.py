@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import stencilkit as sk
 from stencilkit import registry
 from stencilkit.codegen import c as cgen
+from stencilkit.codegen.cfamily import CFamilyPrinter
 from stencilkit.codegen.kernel_text import kernel_ir_text
 from stencilkit.ir import kernel as k
 from stencilkit.ir.core import walk
@@ -352,3 +353,26 @@ def test_c_platform_keeps_the_if_clause_for_large_bodies(monkeypatch):
            "if(<e>) num_threads(sk_team_size())" in pragmas
     assert not any(b.orelse and isinstance(b.orelse[0], k.Loop)  # no serial copy
                    for b in _nodes(lowered, k.Branch))
+
+
+def test_a_declaration_ends_with_its_block():
+    """A counter declared inside one branch is out of scope in the other: a loop there over
+    the same counter declares its own (C would refuse ``for (i = ...)`` with no ``i`` in
+    scope), while a counter declared in the enclosing block is reused."""
+    ctx = k.KernelContext()
+    buf = ctx.buffer("out", F64, 1, unit_stride_last=True, restrict=True, read_only=False,
+                     user=False)
+    i, n = ctx.symbol("i", k.INDEX), ctx.symbol("n", k.INDEX)
+
+    def index(v: int) -> k.Constant:
+        return k.Constant(np.int64(v), dtype=k.INDEX)
+
+    store = k.Store(buf, (k.Sym(i, dtype=k.INDEX),), k.Constant(np.float64(1), dtype=F64))
+    loop = k.Loop(i, index(0), k.Sym(n, dtype=k.INDEX), index(1), (store,))
+    branch = k.Branch(k.Op(">", (k.Sym(n, dtype=k.INDEX), index(3)), dtype=np.dtype(bool)),
+                      (k.Declare(i, index(2)), store), (loop,))
+    text = "\n".join(CFamilyPrinter("sk_error").stmts((branch, loop), ""))
+    assert text.count("for (int64_t i = 0;") == 2, text
+    text = "\n".join(CFamilyPrinter("sk_error").stmts((k.Declare(i, index(0)), branch, loop),
+                                                       ""))
+    assert "for (i = 0;" in text and "int64_t i = 0;" in text, text

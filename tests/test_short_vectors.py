@@ -2,22 +2,28 @@
 
 Below ``PARALLEL_MIN_WORK`` points a point kernel runs a serial copy of its loops, whose row
 loops are ``omp simd simdlen(n)`` with 32-byte vectors where that means what ``GCC ivdep``
-means; the parallel copy keeps ``ivdep``. These tests check which loops qualify (an
-``omp simd`` loop that assigns a scalar declared outside it would be an undeclared
-reduction), and compare both copies with ``numba.stencil`` on every row length around the
-vector widths, on both sides of the threshold.
+means; the parallel copy keeps ``ivdep``. A row that holds a whole vector of the machine's
+widest kind runs in whole vectors only, the last moved back to end at the row's end
+(``whole_vectors``), where running an iteration again stores the same values
+(``reruns_alike``). These tests check which loops qualify (an ``omp simd`` loop that
+assigns a scalar declared outside it would be an undeclared reduction), and compare both
+copies with ``numba.stencil`` on every row length around the vector widths, on both sides
+of the threshold.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 import stencilkit as sk
 from stencilkit import dtypes
+from stencilkit.build import machine
 from stencilkit.ir import kernel as k
 from stencilkit.lower.point import PARALLEL_MIN_WORK
-from stencilkit.targets.c import short_vector_lanes
+from stencilkit.targets.c import reruns_alike, short_vector_lanes
 
 from .requires import needs_c
 
@@ -43,14 +49,16 @@ def _index(v: int) -> k.Constant:
     return k.Constant(np.int64(v), dtype=k.INDEX)
 
 
-def _row_loop(body_for, element=dtypes.FLOAT64, step: int = 1) -> k.Loop:
+def _row_loop(body_for, element=dtypes.FLOAT64, step: int = 1, inputs: int = 0) -> k.Loop:
     """A row loop ``out[i] = <body>`` over a 1-D buffer, the body built by ``body_for``
-    from (context, counter, buffer)."""
+    from (context, counter, buffer, *``inputs`` read-only buffers)."""
     ctx = k.KernelContext()
     buf = ctx.buffer("out", element, 1, unit_stride_last=True, restrict=True,
                      read_only=False, user=False)
+    ins = [ctx.buffer(f"in{n}", element, 1, unit_stride_last=True, restrict=True,
+                      read_only=True, user=False) for n in range(inputs)]
     i = ctx.symbol("i0", k.INDEX)
-    return k.Loop(i, _index(0), buf.shape[0], _index(step), body_for(ctx, i, buf))
+    return k.Loop(i, _index(0), buf.shape[0], _index(step), body_for(ctx, i, buf, *ins))
 
 
 def _store(i, buf, value):
@@ -101,6 +109,54 @@ def test_loops_that_keep_ivdep():
     assert short_vector_lanes(_row_loop(plain)) == 4
 
 
+def test_loops_that_run_in_whole_vectors():
+    """Only a loop whose iterations store again what they stored, run once more after later
+    ones, may overlap its last vector with the one before."""
+
+    def from_input(ctx, i, buf, inp):
+        return (_store(i, buf, _load(i, inp)),)
+
+    def in_place(ctx, i, buf, inp):  # reads what it stores: a second run would see its own
+        return (_store(i, buf, k.Op("+", (_load(i, buf), _load(i, inp)), dtype=buf.element_type)),)
+
+    def one_element(ctx, i, buf, inp):  # every iteration stores out[0]: the last one wins
+        return (k.Store(buf, (_index(0),), _load(i, inp)),)
+
+    def fill(ctx, i, buf, inp):  # no load: a memset, left to the compiler
+        return (_store(i, buf, k.Constant(np.float64(1.5), dtype=buf.element_type)),)
+
+    assert reruns_alike(_row_loop(from_input, inputs=1))
+    for body in (in_place, one_element, fill):
+        assert not reruns_alike(_row_loop(body, inputs=1)), body.__name__
+
+
+def test_the_serial_copy_runs_whole_vectors_of_the_widest_kind():
+    """On the reference machine (AVX-512): whole vectors of 64 bytes (8 float64, 16
+    float32) in the serial copy, the short 32-byte loop for rows shorter than that; where
+    the widest vector is AVX2's, 32 bytes; the parallel copy keeps one ``ivdep`` loop."""
+    needs_c()
+    a64 = np.ones((6, 6, 6))
+
+    def serial_and_parallel(func, a, profile):
+        with machine.assumed(profile):
+            src = sk.stencil(func, backend="c").generate(a)
+        interior = src[src.index("/* --- interior --- */"):]
+        parallel, serial = interior.split("\n    } else {\n", 1)
+        return serial, parallel
+
+    serial, parallel = serial_and_parallel(lap3d, a64, machine.REFERENCE)
+    assert "if (a_shape_2_ - 1 >= 9) {" in serial  # rows [1, n - 1) holding 8 elements
+    assert "sk_vec += 8" in serial and "#pragma omp simd simdlen(8)" in serial
+    assert "a_shape_2_ - 1 - 8" in serial  # the last vector ends at the row's end
+    assert "#pragma omp simd simdlen(4)" in serial  # shorter rows
+    assert "sk_vec" not in parallel
+    serial, _ = serial_and_parallel(sum3, a64.astype(np.float32), machine.REFERENCE)
+    assert "sk_vec += 16" in serial and "#pragma omp simd simdlen(16)" in serial
+    avx2 = dataclasses.replace(machine.REFERENCE, isa=("avx", "avx2", "fma"))
+    serial, _ = serial_and_parallel(lap3d, a64, avx2)
+    assert "sk_vec += 4" in serial and "simdlen(8)" not in serial
+
+
 def test_only_the_serial_copy_has_short_vectors():
     needs_c()
     a64 = np.ones((6, 6, 6))
@@ -132,9 +188,10 @@ def test_both_copies_against_numba(func, dtype, numba_stencil):
         ref = numba.njit(lambda a: kernel(a))
         ref_out = numba.njit(lambda a, out: kernel(a, out=out))
     for n in range(3, 22):
-        for planes in (2, -(-PARALLEL_MIN_WORK // (16 * n)) + 1):
+        # 3 planes: lap3d's interior needs one (2 left the serial copy nothing to compute)
+        for planes in (3, -(-PARALLEL_MIN_WORK // (16 * n)) + 1):
             shape = (planes, 16, n)
-            assert (planes * 16 * n >= PARALLEL_MIN_WORK) == (planes > 2)
+            assert (planes * 16 * n >= PARALLEL_MIN_WORK) == (planes > 3)
             args = [(rng.random(shape) * 8 - 4).astype(dtype)]
             if func is clipped_gradient:
                 args.append(rng.integers(-2, 3, shape).astype(np.float64))

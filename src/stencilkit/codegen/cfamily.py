@@ -180,6 +180,16 @@ class CFamilyPrinter:
             out.extend(self.stmt(s, indent))
         return out
 
+    def block(self, body: tuple[k.Stmt, ...], indent: str) -> list[str]:
+        """``body`` as the statements of a nested C block (a branch, a loop's body): what
+        it declares is out of scope after it, so a later loop over a counter declared in
+        here declares its own."""
+        outer = set(self.declared)
+        try:
+            return self.stmts(body, indent)
+        finally:
+            self.declared.intersection_update(outer)
+
     def stmt(self, s: k.Stmt, indent: str) -> list[str]:
         match s:
             case k.Declare(symbol=sym, value=v):
@@ -207,12 +217,12 @@ class CFamilyPrinter:
             case k.Store(buffer=b, indices=idx, value=v):
                 return [f"{indent}{b.base.name}[{self.offset(b, idx)}] = {self.expr(v)};"]
             case k.Branch(cond=c, then=then, orelse=orelse):
-                lines = [f"{indent}if ({self.expr(c)}) {{", *self.stmts(then, indent + "    ")]
+                lines = [f"{indent}if ({self.expr(c)}) {{", *self.block(then, indent + "    ")]
                 if orelse:
-                    lines += [f"{indent}}} else {{", *self.stmts(orelse, indent + "    ")]
+                    lines += [f"{indent}}} else {{", *self.block(orelse, indent + "    ")]
                 return lines + [f"{indent}}}"]
             case k.WhileLoop(cond=c, body=body):
-                return [f"{indent}while ({self.expr(c)}) {{", *self.stmts(body, indent + "    "),
+                return [f"{indent}while ({self.expr(c)}) {{", *self.block(body, indent + "    "),
                         f"{indent}}}"]
             case k.Loop():
                 return self.loop(s, indent)
@@ -222,7 +232,7 @@ class CFamilyPrinter:
                 text = "".join(p if isinstance(p, str) else self.expr(p) for p in parts)
                 return [f"{indent}#pragma {text}"]
             case k.Block(body=body):
-                return [f"{indent}{{", *self.stmts(body, indent + "    "), f"{indent}}}"]
+                return [f"{indent}{{", *self.block(body, indent + "    "), f"{indent}}}"]
             case k.Return(value=v):
                 return [f"{indent}return {self.expr(v)};"]
             case k.Evaluate(value=v):
@@ -250,7 +260,7 @@ class CFamilyPrinter:
             inc = f"{c} += {self.expr(step)}"
         declare = "" if c in self.declared else f"{self.ctype(s.counter.dtype)} "
         return [f"{indent}for ({declare}{c} = {self.expr(s.start)}; {cond}; {inc}) {{",
-                *self.stmts(s.body, indent + "    "), f"{indent}}}"]
+                *self.block(s.body, indent + "    "), f"{indent}}}"]
 
     def signature(self, kf: k.KernelFunction) -> str:
         params = ", ".join(self.param(p) for p in kf.params)

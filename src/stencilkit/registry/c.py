@@ -63,7 +63,9 @@ def platform() -> CPlatform:
     from ..targets.c import CKnobs, CPlatform
 
     variant = tuning.current_variant()
-    return CPlatform(CKnobs(short_vector_bytes=machine.current().short_vector_bytes(),
+    profile = machine.current()
+    return CPlatform(CKnobs(short_vector_bytes=profile.short_vector_bytes(),
+                            whole_vector_bytes=profile.vector_bytes,
                             team_threads=variant.threads, schedule_chunk=variant.chunk))
 
 

@@ -260,11 +260,23 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
             for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
                 int64_t a_row = i0 * a_stride_0_ + i1 * a_stride_1_;
                 int64_t out_row = i0 * out_stride_0 + i1 * out_stride_1;
-                #pragma omp simd simdlen(4)
-                for (int64_t i2 = 1; i2 < a_shape_2_ - 1; ++i2) {
-                    /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
-                    double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
-                    out[out_row + i2] = sk_result;
+                if (a_shape_2_ - 1 >= 9) {
+                    for (int64_t sk_vec = 1; sk_vec < a_shape_2_ - 1; sk_vec += 8) {
+                        int64_t sk_first = sk_vec + 8 <= a_shape_2_ - 1 ? sk_vec : a_shape_2_ - 1 - 8;
+                        #pragma omp simd simdlen(8)
+                        for (int64_t i2 = sk_first; i2 < sk_first + 8; ++i2) {
+                            /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
+                            double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
+                            out[out_row + i2] = sk_result;
+                        }
+                    }
+                } else {
+                    #pragma omp simd simdlen(4)
+                    for (int64_t i2 = 1; i2 < a_shape_2_ - 1; ++i2) {
+                        /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
+                        double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
+                        out[out_row + i2] = sk_result;
+                    }
                 }
             }
         }
