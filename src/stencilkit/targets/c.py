@@ -65,10 +65,13 @@ class CPlatform(Platform):
         # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
         # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
         # on small work, so its row loops get short vectors (SmallWorkCPlatform).
-        serial = SmallWorkCPlatform(par.only_if, self.knobs).stmts(
-            (dataclasses.replace(s, parallel=None),), kf)
-        if sum(1 for st in serial for _ in walk(st)) > SERIAL_COPY_NODES:
+        plain = dataclasses.replace(s, parallel=None)
+        # the body's size as written: the whole-vector copies of its rows do not count
+        single = SmallWorkCPlatform(par.only_if, dataclasses.replace(
+            self.knobs, whole_vector_bytes=None)).stmts((plain,), kf)
+        if sum(1 for st in single for _ in walk(st)) > SERIAL_COPY_NODES:
             return super().stmt(s, kf)  # compiled once, with the if clause
+        serial = SmallWorkCPlatform(par.only_if, self.knobs).stmts((plain,), kf)
         if len(serial) == 1 and isinstance(serial[0], k.Loop):
             loop, fence = _fence_hoisted(serial[0])
             serial = (loop, *fence)
@@ -305,14 +308,15 @@ def whole_vectors(loop: k.Loop, lanes: int, short: tuple[k.Stmt, ...]) -> k.Bran
     def op(o: str, a: k.Expr, b: k.Expr) -> k.Op:
         return k.Op(o, (a, b), dtype=dtypes.BOOL if o in ("<=", ">=") else index)
 
-    vec = k.Symbol("sk_vec", index)
-    first = k.Symbol("sk_first", index)
+    vec, first, lane = (k.Symbol(name, index) for name in ("sk_vec", "sk_first", "sk_lane"))
     at_vec, at_first = k.Sym(vec, dtype=index), k.Sym(first, dtype=index)
     # the vector at sk_vec, or the one ending at the row's end where that would pass it
     start = k.Select(op("<=", op("+", at_vec, const(lanes)), loop.stop), at_vec,
                      op("-", loop.stop, const(lanes)), dtype=index)
-    one_vector = dataclasses.replace(loop, start=at_first,
-                                     stop=op("+", at_first, const(lanes)), vectorize=False)
+    # counted from 0 to a constant: under -fwrapv, "i < sk_first + 8" is no trip count GCC
+    # may assume, and it added half-width and scalar epilogues to every vector
+    one_vector = k.Loop(lane, const(0), const(lanes), const(1), (
+        k.Declare(loop.counter, op("+", at_first, k.Sym(lane, dtype=index))), *loop.body))
     vectors = k.Loop(vec, loop.start, loop.stop, const(lanes), (
         k.Declare(first, start),
         k.Pragma((f"omp simd simdlen({lanes})",)), one_vector))

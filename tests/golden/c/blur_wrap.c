@@ -250,7 +250,8 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
                 for (int64_t sk_vec = 0; sk_vec < a_shape_1_; sk_vec += 8) {
                     int64_t sk_first = sk_vec + 8 <= a_shape_1_ ? sk_vec : a_shape_1_ - 8;
                     #pragma omp simd simdlen(8)
-                    for (int64_t i1 = sk_first; i1 < sk_first + 8; ++i1) {
+                    for (int64_t sk_lane = 0; sk_lane < 8; ++sk_lane) {
+                        int64_t i1 = sk_first + sk_lane;
                         /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
                         double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
                         out[out_row + i1] = sk_result;

@@ -254,7 +254,8 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
                 for (int64_t sk_vec = 1; sk_vec < a_shape_1_ - 1; sk_vec += 8) {
                     int64_t sk_first = sk_vec + 8 <= a_shape_1_ - 1 ? sk_vec : a_shape_1_ - 1 - 8;
                     #pragma omp simd simdlen(8)
-                    for (int64_t i1 = sk_first; i1 < sk_first + 8; ++i1) {
+                    for (int64_t sk_lane = 0; sk_lane < 8; ++sk_lane) {
+                        int64_t i1 = sk_first + sk_lane;
                         /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
                         double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
                         out[out_row + i1] = sk_result;

@@ -264,7 +264,8 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                     for (int64_t sk_vec = 1; sk_vec < a_shape_2_ - 1; sk_vec += 8) {
                         int64_t sk_first = sk_vec + 8 <= a_shape_2_ - 1 ? sk_vec : a_shape_2_ - 1 - 8;
                         #pragma omp simd simdlen(8)
-                        for (int64_t i2 = sk_first; i2 < sk_first + 8; ++i2) {
+                        for (int64_t sk_lane = 0; sk_lane < 8; ++sk_lane) {
+                            int64_t i2 = sk_first + sk_lane;
                             /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
                             double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
                             out[out_row + i2] = sk_result;
