@@ -42,6 +42,15 @@ FULL_ONLY: tuple[str, ...] = (
     # Numba's computations with ~500 hostile names: the slowest backend and kind
     "tests/test_names.py::test_hostile_names_on_numba_computations",
 )
+#: ``file::function`` prefixes that take 40 s or more in the rest tier (``--durations`` on
+#: the 2-core machine): started first, with the property-based tests, so that under
+#: ``pytest -n 2`` no worker is left running one of them alone at the end (the rest tier
+#: ended with 16 minutes of such a tail, 2026-11-27)
+LONG_FIRST: tuple[str, ...] = (
+    "tests/test_names.py::test_hostile_names_on",
+    "tests/test_hostile_input.py::test_long_and_or_and_comparison_chains",
+    "tests/test_dask.py::test_dask_equals_numpy",
+)
 #: What the modules' own example counts read (they run before collection)
 FAST_ENV = {"STENCILKIT_HYPOTHESIS_EXAMPLES": "6",
             "STENCILKIT_HYPOTHESIS_EXAMPLES_CLUSTER": "2",
@@ -145,9 +154,21 @@ def _cap_examples(item: pytest.Item) -> None:
     fn._hypothesis_internal_use_settings = settings(current, max_examples=FAST_EXAMPLES)
 
 
+def _long(item: pytest.Item) -> bool:
+    return item.nodeid.startswith(LONG_FIRST) or \
+        getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
+
+
+def long_first(items: list[pytest.Item]) -> None:
+    """``items`` with the long ones (``LONG_FIRST``, property-based tests) first, each part
+    in its order: pytest-xdist deals the first items out to its workers first."""
+    items[:] = [it for it in items if _long(it)] + [it for it in items if not _long(it)]
+
+
 def select(config: pytest.Config, items: list[pytest.Item]) -> None:
     which = tier(config)
     if which == "full":
+        long_first(items)
         return
     fast = fast_selection(items)
     if which == "fast":
@@ -162,3 +183,4 @@ def select(config: pytest.Config, items: list[pytest.Item]) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = chosen
+    long_first(items)
