@@ -83,3 +83,23 @@ def test_the_selection_is_the_same_in_every_worker():
     a = sorted(it.nodeid for it in one if id(it) in tiers.fast_selection(one))
     b = sorted(it.nodeid for it in two if id(it) in tiers.fast_selection(two))
     assert a == b
+
+
+@pytest.mark.parametrize("option", ["fast", "rest"])
+def test_long_tests_are_collected_first_and_the_rest_keeps_its_order(option):
+    """Property-based tests and ``LONG_FIRST`` come first (pytest-xdist deals the first
+    items out first), each part in collection order."""
+    items = suite() + [FakeItem(tiers.LONG_FIRST[0] + "_x[c]", "c")]
+    config = SimpleNamespace(
+        getoption=lambda name: option == "rest" and name == "--rest",
+        hook=SimpleNamespace(pytest_deselected=lambda items: None))
+    chosen = list(items)
+    tiers.select(config, chosen)
+    long = [it for it in chosen if it.obj.is_hypothesis_test
+            or it.nodeid.startswith(tiers.LONG_FIRST)]
+    assert long and chosen[:len(long)] == long
+    assert long == sorted(long, key=items.index)
+    rest = chosen[len(long):]
+    assert rest == sorted(rest, key=items.index)
+    if option == "fast":  # a backend that runs in full: this long test is in the fast tier
+        assert long[-1].nodeid.startswith(tiers.LONG_FIRST)
