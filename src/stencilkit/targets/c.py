@@ -298,8 +298,9 @@ def whole_vectors(loop: k.Loop, lanes: int, short: tuple[k.Stmt, ...]) -> k.Bran
     values. Elsewhere ``short``, the loop as it was.
 
     Why: a short row (14 elements of a 16^3 Laplacian) ran one full vector and then scalar
-    or half-width epilogues, most of the call; two overlapping full vectors ran that call's
-    kernel 1.2-1.5x faster here (docs/performance.md, "Short rows in whole vectors")."""
+    or half-width epilogues, much of the call; with whole vectors small Laplacian calls ran
+    1.03-1.24x faster at most sizes from 6^3 to 31^3 (docs/performance.md, "Short rows in
+    whole vectors")."""
     index = k.INDEX
 
     def const(v: int) -> k.Constant:
