@@ -28,9 +28,14 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import kernel as k
-from ..lower.point import PARALLEL_MIN_WORK
 from .numba_helpers import guarded_conversion, helper_name, helper_source, numpy_type
 from .numba_names import numba_safe
+
+#: below this many points a call from Python runs the ``serial`` dispatcher. Numba's own
+#: (2^15, as the C backend's was): starting Numba's threading layer is not libgomp's team,
+#: and the C backend's lower threshold (``lower.point.PARALLEL_MIN_WORK``) was measured on
+#: C kernels only
+PARALLEL_MIN_WORK = 1 << 15
 
 # Python operator precedence: higher binds tighter. Comparisons do not associate (Python
 # chains them), so a comparison operand of a comparison is always parenthesized.

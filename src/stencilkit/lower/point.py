@@ -43,7 +43,12 @@ STREAM_MIN_BYTES = 16 << 20
 # of power-of-two input rows, and the CPU took the loads for dependent on them (4K aliasing:
 # jacobi2d 4096^2 in hand C, 14.0 ms at 512, 12.7 at 448).
 STREAM_CHUNK = 448
-PARALLEL_MIN_WORK = 1 << 15  # below this many points a parallel region costs more than it saves
+# Below this many points a parallel region costs more than it saves. Measured on 2 vCPUs
+# (Emerald Rapids under KVM, one process, lap3d n^3 and jacobi2d m^2 with out=, interleaved,
+# 2026-11-27): from 16,384 points a team of 2 ran the call 1.15-1.6x faster (lap3d 26^3-31^3,
+# jacobi2d 128^2-180^2); between 10,000 and 14,000 points it was 0.75-1.17x, varying with the
+# run; 2^15 left the calls from 2^14 to 2^15 points a third slower than they could be.
+PARALLEL_MIN_WORK = 1 << 14
 # Keys of the arguments the compiler adds (``ScalarArgument``): values, not names, so that
 # no argument of the user's kernel can have them.
 FILL_BORDER = k.BorderFill()

@@ -180,7 +180,7 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
         }
     }
     /* --- interior rows (with their border strips) --- */
-    if (sk_work >= 32768) {
+    if (sk_work >= 16384) {
         #pragma omp parallel num_threads(sk_team_size())
         {
             #pragma omp for schedule(static) nowait

@@ -158,7 +158,7 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
     int64_t sk_work = a_shape_0_ * a_shape_1_;
     /* --- border: cval where the neighbourhood leaves the array --- */
     if (fill_border) {
-        if (sk_work >= 32768) {
+        if (sk_work >= 16384) {
             #pragma omp parallel for schedule(static) num_threads(sk_team_size())
             for (int64_t b0 = 0; b0 < a_shape_0_; ++b0) {
                 if (b0 >= 1 && b0 < a_shape_0_ - 1) {
@@ -202,7 +202,7 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
         }
     }
     /* --- interior --- */
-    if (sk_work >= 32768) {
+    if (sk_work >= 16384) {
         #pragma omp parallel num_threads(sk_team_size())
         {
             #pragma omp for schedule(static) nowait
