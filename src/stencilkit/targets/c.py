@@ -66,12 +66,13 @@ class CPlatform(Platform):
         # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
         # on small work, so its row loops get short vectors (SmallWorkCPlatform).
         plain = dataclasses.replace(s, parallel=None)
-        # the body's size as written: the whole-vector copies of its rows do not count
-        single = SmallWorkCPlatform(par.only_if, dataclasses.replace(
-            self.knobs, whole_vector_bytes=None)).stmts((plain,), kf)
-        if sum(1 for st in single for _ in walk(st)) > SERIAL_COPY_NODES:
-            return super().stmt(s, kf)  # compiled once, with the if clause
         serial = SmallWorkCPlatform(par.only_if, self.knobs).stmts((plain,), kf)
+        if _nodes(serial) > SERIAL_COPY_NODES and _nodes(SmallWorkCPlatform(
+                par.only_if, dataclasses.replace(self.knobs, whole_vector_bytes=None)
+        ).stmts((plain,), kf)) > SERIAL_COPY_NODES:
+            # the body's size as written (the whole-vector copies of its rows do not
+            # count; lowered again only where they could matter)
+            return super().stmt(s, kf)  # compiled once, with the if clause
         if len(serial) == 1 and isinstance(serial[0], k.Loop):
             loop, fence = _fence_hoisted(serial[0])
             serial = (loop, *fence)
@@ -353,6 +354,10 @@ def reruns_alike(loop: k.Loop) -> bool:
 # statements an omp simd row loop may contain: no OpenMP construct (a Pragma: atomics, the
 # error channel), no nested loop, no call statement, no local array
 _SIMD_STATEMENTS = (k.Declare, k.SetSym, k.Store, k.Branch, k.Block)
+
+
+def _nodes(stmts: tuple[k.Stmt, ...]) -> int:
+    return sum(1 for st in stmts for _ in walk(st))
 
 
 def _is_fence(st: k.Stmt) -> bool:
