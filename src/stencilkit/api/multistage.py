@@ -35,6 +35,7 @@ from ..ir import computation as c
 from ..log import build_event
 from ..lower.inline_temporaries import inline_temporaries
 from ..runtime import hostile
+from ..runtime.bound_computation import BoundComputationCall, plain
 from ..runtime.computation_args import ComputationArguments
 
 Origin = geo_analysis.Origin
@@ -197,13 +198,34 @@ class ComputationStencil:
         if device is not None and exec_info is None and \
                 device(args, kwargs, origin, domain, validate_args):
             return None
+        # the arrays, origin and domain of this thread's previous call: straight to its launch
+        bound = getattr(self._local, "bound", None)
+        options = (self.backend, self.autotune, self.fast_math)
+        if bound is not None and exec_info is None:
+            launch = bound.match(self._arguments, options, args, kwargs, origin, domain,
+                                 validate_args)
+            if launch is not None:
+                return self._launched(launch)
         # MPI-distributed, device arrays, DataArrays: an adapter runs the call
         adapter = adapters.for_call(args, kwargs.values())
         if adapter is not None:
             return adapter.computation_call(self, args, kwargs, origin, domain, validate_args,
                                             exec_info)
+        given_origin = origin
         values, fields, origin = self.bind_call(args, kwargs, origin, exec_info)
-        return self.run_bound(values, fields, origin, domain, validate_args, exec_info)
+
+        def ran(run, ran_values, temps, geo) -> None:
+            # bound only where nothing was copied or allocated for this call (aliased
+            # fields' snapshots, aligned copies, 2-D temporaries)
+            self._local.bound = None
+            if self._aliases or any(ran_values[n] is not fields[n] for n in fields) \
+                    or not (plain(given_origin) and plain(domain)):
+                return
+            self._local.bound = BoundComputationCall.of(
+                self._arguments, options, args, kwargs, given_origin, domain, validate_args,
+                run, ran_values, temps, geo)
+        return self.run_bound(values, fields, origin, domain, validate_args, exec_info,
+                              ran=ran)
 
     def bind_call(self, args: tuple, kwargs: dict, origin: object, exec_info: dict | None,
                   convert=None) -> tuple[dict[str, object], dict[str, object], object]:
@@ -276,14 +298,7 @@ class ComputationStencil:
             values, written = self._arguments.aligned(values, fields)
         if exec_info is not None:
             exec_info["run_start_time"] = time.perf_counter()
-        try:
-            run(values, temps, geo)
-        except (ValueError, TypeError, BufferError) as exc:
-            if isinstance(exc, StencilError):
-                raise
-            # what the compiled entry point refuses (validate_args=False lets more through)
-            raise ArgumentError(str(exc), stencil=self.__name__, loc=self.definition.loc,
-                                hint="check the fields' dimensions and dtypes") from None
+        self._launched(lambda: run(values, temps, geo))
         for name, target in written.items():
             target[...] = values[name]
         if ran is not None and not geo.plane_shapes:  # planes are new per call: not bound
@@ -294,6 +309,16 @@ class ComputationStencil:
             exec_info["domain"] = geo.domain
             exec_info["origin"] = dict(geo.origins)
             exec_info["backend"] = chosen.name
+
+    def _launched(self, launch: Callable[[], None]) -> None:
+        try:
+            launch()
+        except (ValueError, TypeError, BufferError) as exc:
+            if isinstance(exc, StencilError):
+                raise
+            # what the compiled entry point refuses (validate_args=False lets more through)
+            raise ArgumentError(str(exc), stencil=self.__name__, loc=self.definition.loc,
+                                hint="check the fields' dimensions and dtypes") from None
 
     def _aliased(self, pairs: frozenset[tuple[str, str]]) -> ComputationStencil:
         """This computation with the read field of each pair read as its written field."""

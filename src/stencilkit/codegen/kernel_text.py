@@ -19,8 +19,10 @@ class KernelTextPrinter(CFamilyPrinter):
     def stmt(self, s: k.Stmt, indent: str) -> list[str]:
         inner = indent + "    "
         match s:
-            case k.ParallelRegion(body=body):
-                return [f"{indent}parallel region {{", *self.stmts(body, inner), f"{indent}}}"]
+            case k.ParallelRegion(body=body, only_if=only_if):
+                when = "" if only_if is None else f" if({self.expr(only_if)})"
+                return [f"{indent}parallel region{when} {{", *self.stmts(body, inner),
+                        f"{indent}}}"]
             case k.AtomicUpdate(buffer=b, indices=idx, op=op, value=v):
                 assign = "=" if op is None else f"{op}="
                 return [f"{indent}atomic {b.base.name}[{self.offset(b, idx)}] {assign} "

@@ -443,9 +443,11 @@ class Section(Stmt):
 @dataclass(frozen=True, slots=True)
 class ParallelRegion(Stmt):
     """A team of threads runs ``body``, each all of it, except the loops marked
-    ``Parallel(shared=True)`` whose iterations the team shares."""
+    ``Parallel(shared=True)`` whose iterations the team shares; ``only_if``: a team only
+    when this holds (small work runs on the calling thread alone)."""
 
     body: tuple[Stmt, ...]
+    only_if: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

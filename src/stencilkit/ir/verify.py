@@ -315,7 +315,10 @@ class _Checker:
                 self.body(body, new_scope=False)
             case Block(body=body):
                 self.body(body)
-            case ParallelRegion(body=body):
+            case ParallelRegion(body=body, only_if=only_if):
+                if only_if is not None:
+                    self.expr(only_if, where)
+                    self.condition(only_if, where)
                 self.parallel_level += 1
                 self.reductions.append(frozenset())
                 self.body(body)

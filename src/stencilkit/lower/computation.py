@@ -46,7 +46,7 @@ from ..ir import computation as c
 from ..ir import definition as d
 from ..ir import kernel as k
 from ..ir.core import walk
-from .point import PointLowering, free_parameters, function_name
+from .point import PARALLEL_MIN_WORK, PointLowering, free_parameters, function_name
 
 AXES = "IJK"
 #: columns interleaved per K sweep when K is the contiguous axis (the default; the C
@@ -370,6 +370,15 @@ class ComputationLowering(PointLowering):
         lo, hi = (ext[0], ext[1]) if axis == 0 else (ext[2], ext[3])
         return _const(lo), _op("+", _sym(self.domain[axis]), _const(hi))
 
+    def enough_work(self) -> k.Expr:
+        """Whether the domain holds enough points for a team of threads: a smaller call
+        runs on the calling thread (point kernels' threshold, ``PARALLEL_MIN_WORK``). A
+        team costs about 2 us to start and join on an idle machine, more than a 8x8x8 call
+        of hdiff computes, and tens of microseconds when another process holds a CPU."""
+        points = _op("*", _op("*", _sym(self.domain[0]), _sym(self.domain[1])),
+                     _sym(self.domain[2]))
+        return k.Op(">=", (points, _const(PARALLEL_MIN_WORK)), dtype=dtypes.BOOL)
+
     def stage_nest(self, stage: Stage, k_range: tuple[k.Expr, k.Expr] | None,
                    parallel: bool, workshare: bool = False) -> k.Stmt:
         body: tuple[k.Stmt, ...] = self.register_decls(stage.units) + self.stmts(stage.units)
@@ -383,7 +392,8 @@ class ComputationLowering(PointLowering):
                 start, stop = self.horizontal_range(axis, stage.extent)
             outer = depth == 0 and (parallel or workshare)
             body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
-                           parallel=k.Parallel(shared=workshare) if outer else None,
+                           parallel=(k.Parallel(shared=True) if workshare else
+                                     k.Parallel(only_if=self.enough_work())) if outer else None,
                            vectorize=depth == len(order) - 1),)
         (nest,) = body
         return nest
@@ -405,7 +415,8 @@ class ComputationLowering(PointLowering):
                 stages = tuple(self.stage_nest(st, None, parallel=False, workshare=True)
                                for st in isched.stages)
                 levels.append(self.k_loop(kc, k0, k1, ms.policy, stages))
-            return k.Section(title + " (parallel region)", (k.ParallelRegion(tuple(levels)),))
+            region = k.ParallelRegion(tuple(levels), only_if=self.enough_work())
+            return k.Section(title + " (parallel region)", (region,))
         return self.columns_group([(m_i, ms)])
 
     def columns_group(self, group: list[tuple[int, MultiStage]]) -> k.Stmt:
@@ -458,7 +469,7 @@ class ComputationLowering(PointLowering):
             body = tuple(arrays) + body
         o_start, o_stop = self.horizontal_range(outer, ext)
         body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
-                       parallel=k.Parallel()),)
+                       parallel=k.Parallel(only_if=self.enough_work())),)
         return k.Section(title, body)
 
     def column_arrays(self, written: set[str], width: k.Expr) -> list[k.Stmt]:

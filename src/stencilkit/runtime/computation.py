@@ -120,6 +120,16 @@ class ComputationBinding:
             args = [args[i] for i in self.order]
         return args
 
+    def positions(self) -> dict[tuple[str, str], int]:
+        """Where ``arguments`` puts each array (``("array", name)``) and each scalar
+        (``("scalar", name)``) in the entry's argument list."""
+        grouped = [("array", n) for n in self.arrays] + [("origin", f"{n}.{a}")
+                                                         for n, a in self.origins]
+        grouped += [("scalar", s) for s, _ in self.scalars]
+        grouped += [("domain", str(a)) for a in self.domain]
+        final = grouped if self.order is None else [grouped[i] for i in self.order]
+        return {what: i for i, what in enumerate(final)}
+
 
 def _python_number(value: object, t: np.dtype) -> object:
     return t.type(value).item()
