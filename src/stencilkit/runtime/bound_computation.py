@@ -140,7 +140,7 @@ class BoundComputationCall:
         arrays = []
         types = _array_types()
         for _, where, known, shape, strides, dtype, gt_origin in self.fields:
-            a = args[where] if type(where) is int else kwargs[where]
+            a = args[where] if type(where) is int else kwargs[where]  # type: ignore[index]
             if type(a) not in types:
                 return None
             if type(known) is int:
