@@ -27,7 +27,7 @@ CASES = {
     "timeloop": "100 Jacobi sweeps in one njit(parallel=True) function, against numba.stencil",
     "hdiff": "horizontal diffusion computation (gtscript), against NumPy, Numba and fused C",
     "tridiag": "tridiagonal solver computation (vertical sweeps), against hand C and Numba",
-    "overhead": "the fixed cost of one call on 16^3 arrays",
+    "overhead": "the fixed cost of one call on 16^3 arrays (a point kernel; hdiff, a computation)",
     "parloop_inc": "ParLoop with indirect increments on a triangle mesh, against np.add.at",
     "compile": "time to first result, cold (empty cache) and warm (new process)",
     "dask_jacobi2d": "jacobi2d on a chunked dask array, against one call on the NumPy array",
@@ -295,6 +295,11 @@ def case_overhead(repeats: int) -> dict:
     c = sk.stencil(lap, backend="c")
     c(a, out=out)
     fns: dict[str, Callable[[], object]] = {"stencilkit-c": lambda: c(a, out=out)}
+    # a computation's call on fields of the same size: hdiff over their 12 x 12 x 16 interior
+    computation = sk.stencil(definitions.hdiff, backend="c")
+    coeff, result = 0.1 * a, np.zeros_like(a)
+    fns["stencilkit-c-computation"] = functools.partial(
+        computation, a, result, coeff, origin=(2, 2, 0), domain=(12, 12, 16))
     for name, f in _opencl_point_rows(lap, a, out).items():
         try:
             f()

@@ -34,19 +34,6 @@ from ..errors import StencilError
 from .computation import CompiledComputationCall, computation_status_error
 from .computation_args import ComputationArguments
 
-#: The arrays the binding accepts: NumPy's own and ``stencilkit.storage.Storage``
-#: (whose ``__gt_origin__`` is compared when the call gives no origin).
-_ARRAY_TYPES: frozenset[type] = frozenset()
-
-
-def _array_types() -> frozenset[type]:
-    global _ARRAY_TYPES
-    if not _ARRAY_TYPES:
-        from ..storage import Storage
-
-        _ARRAY_TYPES = frozenset({np.ndarray, Storage})
-    return _ARRAY_TYPES
-
 
 def plain(value: object) -> bool:
     """Whether ``value`` (an origin or a domain) compares by ``==`` to a bool: None, a
@@ -64,9 +51,10 @@ def plain_sizes(value: object) -> bool:
 
 
 #: One field of the bound call: its name; where the call passes it (a position, a keyword);
-#: how the array is known (its ``id`` if it owns its memory, else a weak reference); the
-#: shape, strides and dtype the checks saw; its ``__gt_origin__`` (None if it has none).
-BoundField = tuple[str, "int | str", "int | weakref.ref", tuple, tuple, np.dtype, object]
+#: how the array is known (its ``id`` if it owns its memory, else a weak reference); its
+#: type (NumPy's or a subclass no adapter claimed, such as ``stencilkit.storage.Storage``),
+#: the shape, strides and dtype the checks saw; its ``__gt_origin__`` (None if it has none).
+BoundField = tuple[str, "int | str", "int | weakref.ref", type, tuple, tuple, np.dtype, object]
 
 
 class BoundComputationCall:
@@ -97,7 +85,7 @@ class BoundComputationCall:
             if where is None:
                 return None
             known: int | weakref.ref = id(a) if a.flags.owndata else weakref.ref(a)
-            fields.append((f.name, where, known, a.shape, a.strides, a.dtype,
+            fields.append((f.name, where, known, type(a), a.shape, a.strides, a.dtype,
                            getattr(a, "__gt_origin__", None)))
         scalars = tuple((s.name, source(s.name), s.dtype, values[s.name])
                         for s in arguments.definition.scalars)
@@ -138,10 +126,10 @@ class BoundComputationCall:
         except Exception:  # noqa: BLE001 - an element's own __eq__: the full path decides
             return None
         arrays = []
-        types = _array_types()
-        for _, where, known, shape, strides, dtype, gt_origin in self.fields:
-            a = args[where] if type(where) is int else kwargs[where]  # type: ignore[index]
-            if type(a) not in types:
+        for _, where, known, cls, shape, strides, dtype, gt_origin in self.fields:
+            a: Any = args[where] if type(where) is int else kwargs[where]  # type: ignore[index]
+            given = type(a)  # (not ``type(a) is cls``: mypy would then take ``a`` for an object)
+            if given is not cls:
                 return None
             if type(known) is int:
                 if id(a) != known or not a.flags.owndata:
