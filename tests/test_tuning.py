@@ -415,6 +415,20 @@ def test_measure_tries_every_knob_now(small_tuning, tmp_path, monkeypatch):
     assert cache.read_wisdom(path.stem)["pending"] == []
 
 
+@pytest.mark.parametrize(("configured", "option", "all_knobs"),
+                         [("on", "measure", True), ("measure", "on", False)])
+def test_a_stencils_own_mode_decides_the_budget(small_tuning, tmp_path, monkeypatch,
+                                                configured, option, all_knobs):
+    """``sk.stencil(..., autotune=)`` decides as ``configure`` does: "measure" tries every
+    knob, "on" leaves to later the knobs the total budget has no room for."""
+    monkeypatch.setattr(tuning, "TOTAL_BUDGET_S", 0.0)
+    sk.configure(autotune=configured)
+    sk.stencil(backend="c", autotune=option)(jacobi2d)(np.ones((40, 300)))
+    (path,) = _wisdom_files(tmp_path)
+    pending = cache.read_wisdom(path.stem)["pending"]
+    assert (pending == []) == all_knobs
+
+
 def test_small_calls_are_not_tuned(small_tuning, tmp_path):
     sk.stencil(backend="c")(jacobi2d)(np.ones((4, 4)))  # 16 points < 64
     assert _wisdom_files(tmp_path) == []

@@ -176,7 +176,7 @@ def _choice(request: Request, what: str, points: int,
         try:
             # "measure" asks for the cost now: every knob, only the timed runs bounded
             found, built_s = _measure(knobs, default_run, build,
-                                      None if config().autotune == Autotune.ON else math.inf,
+                                      None if _mode(request) == Autotune.ON else math.inf,
                                       builds=builds)
         except _Refused:
             return None
