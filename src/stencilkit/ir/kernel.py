@@ -400,12 +400,16 @@ class Parallel(Node):
     ``reductions``: buffers combined across threads; ``only_if``: run in parallel only
     when this holds (small work runs serially); ``shared``: the loop is inside a
     ``ParallelRegion`` and its iterations are shared among that region's threads (an
-    implicit barrier follows it) instead of starting threads of its own."""
+    implicit barrier follows it) instead of starting threads of its own; ``serial_copy``:
+    below ``only_if`` a target may run a serial copy of the loop (compiled twice, for
+    kernels whose calls are often short) instead of testing the condition where the team
+    would start."""
 
     schedule: str = "static"
     reductions: tuple[Reduction, ...] = ()
     only_if: Expr | None = None
     shared: bool = False
+    serial_copy: bool = True
 
 
 @dataclass(frozen=True, slots=True)

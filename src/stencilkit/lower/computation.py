@@ -373,8 +373,12 @@ class ComputationLowering(PointLowering):
     def enough_work(self) -> k.Expr:
         """Whether the domain holds enough points for a team of threads: a smaller call
         runs on the calling thread (point kernels' threshold, ``PARALLEL_MIN_WORK``). A
-        team costs about 2 us to start and join on an idle machine, more than a 8x8x8 call
-        of hdiff computes, and tens of microseconds when another process holds a CPU."""
+        team waits for every thread it wakes: tens of microseconds when another process
+        holds a CPU, against a few for a 8x8x8 call of hdiff. Tested where the team would
+        start (OpenMP's ``if``), not by a serial copy as in point kernels: a copy of every
+        parallel loop nearly doubled a computation's compile time (hdiff 0.6 -> 1.1 s,
+        the tridiagonal solve 0.7 -> 1.0-1.45 s in GCC), paid by every build and every
+        tuning candidate (docs/performance.md)."""
         points = _op("*", _op("*", _sym(self.domain[0]), _sym(self.domain[1])),
                      _sym(self.domain[2]))
         return k.Op(">=", (points, _const(PARALLEL_MIN_WORK)), dtype=dtypes.BOOL)
@@ -390,10 +394,12 @@ class ComputationLowering(PointLowering):
                 start, stop = k_range
             else:
                 start, stop = self.horizontal_range(axis, stage.extent)
-            outer = depth == 0 and (parallel or workshare)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
-                           parallel=(k.Parallel(shared=True) if workshare else
-                                     k.Parallel(only_if=self.enough_work())) if outer else None,
+            par = None
+            if depth == 0 and workshare:
+                par = k.Parallel(shared=True)
+            elif depth == 0 and parallel:
+                par = k.Parallel(only_if=self.enough_work(), serial_copy=False)
+            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=par,
                            vectorize=depth == len(order) - 1),)
         (nest,) = body
         return nest
@@ -469,7 +475,7 @@ class ComputationLowering(PointLowering):
             body = tuple(arrays) + body
         o_start, o_stop = self.horizontal_range(outer, ext)
         body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
-                       parallel=k.Parallel(only_if=self.enough_work())),)
+                       parallel=k.Parallel(only_if=self.enough_work(), serial_copy=False)),)
         return k.Section(title, body)
 
     def column_arrays(self, written: set[str], width: k.Expr) -> list[k.Stmt]:

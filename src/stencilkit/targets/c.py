@@ -60,19 +60,11 @@ class CPlatform(Platform):
 
     def stmt(self, s: k.Stmt, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
-        # that, about 0.5 us per loop, a third of a small stencil's call (a computation's
-        # 8^3 call ran 1.7x slower with the clause than with the copy). The copy only runs
+        # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
         # on small work, so its row loops get short vectors (SmallWorkCPlatform).
-        if isinstance(s, k.ParallelRegion) and s.only_if is not None:
-            # a team of one runs the body once, its shared loops whole
-            plain_body = tuple(rewrite(st, _unshared) for st in s.body)
-            serial = self.serial_copy(plain_body, s.only_if, kf)
-            if serial is None:
-                return super().stmt(s, kf)  # compiled once, with the if clause
-            return (k.Branch(s.only_if, super().stmt(dataclasses.replace(s, only_if=None), kf),
-                             serial),)
         par = s.parallel if isinstance(s, k.Loop) else None
-        if not isinstance(s, k.Loop) or par is None or par.only_if is None or par.shared:
+        if not isinstance(s, k.Loop) or par is None or par.only_if is None or par.shared \
+                or not par.serial_copy:
             return super().stmt(s, kf)
         serial = self.serial_copy((dataclasses.replace(s, parallel=None),), par.only_if, kf)
         if serial is None:
@@ -85,9 +77,9 @@ class CPlatform(Platform):
 
     def serial_copy(self, plain: tuple[k.Stmt, ...], below: k.Expr, kf: k.KernelFunction
                     ) -> tuple[k.Stmt, ...] | None:
-        """``plain`` (a parallel loop or region without its parallel marks) lowered for the
-        work where ``below`` does not hold; None where the copy would be too large to
-        compile twice (``SERIAL_COPY_NODES``)."""
+        """``plain`` (a parallel loop without its parallel mark) lowered for the work where
+        ``below`` does not hold; None where the copy would be too large to compile twice
+        (``SERIAL_COPY_NODES``)."""
         serial = SmallWorkCPlatform(below, self.knobs).stmts(plain, kf)
         if _nodes(serial) > SERIAL_COPY_NODES and _nodes(SmallWorkCPlatform(
                 below, dataclasses.replace(self.knobs, whole_vector_bytes=None)
@@ -131,8 +123,7 @@ class CPlatform(Platform):
         reduces = any(isinstance(n, k.Pragma) and any(
             isinstance(p, str) and p.startswith(" reduction(") for p in n.parts)
             for st in region.body for n in walk(st))
-        # OpenMP's if clause, not a serial copy: the region's loops are ``omp for`` loops,
-        # which a team of one runs as they are
+        # OpenMP's if clause: a team of one runs the region's ``omp for`` loops whole
         region_if: tuple[str | k.Expr, ...] = () if region.only_if is None else (
             " if(", region.only_if, ")")
         return (k.Pragma(("omp parallel", *region_if, self._team(has_reductions=reduces))),
@@ -376,13 +367,6 @@ def reruns_alike(loop: k.Loop) -> bool:
 # statements an omp simd row loop may contain: no OpenMP construct (a Pragma: atomics, the
 # error channel), no nested loop, no call statement, no local array
 _SIMD_STATEMENTS = (k.Declare, k.SetSym, k.Store, k.Branch, k.Block)
-
-
-def _unshared(node: Node) -> Node | None:
-    """A loop whose iterations a region's team shares, as a plain loop."""
-    if isinstance(node, k.Loop) and node.parallel is not None and node.parallel.shared:
-        return dataclasses.replace(node, parallel=None)
-    return None
 
 
 def _nodes(stmts: tuple[k.Stmt, ...]) -> int:

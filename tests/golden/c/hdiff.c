@@ -168,232 +168,78 @@ int sk_hdiff_computation(double *restrict in_field_, int64_t in_field_stride_0_,
 {
     int sk_error = 0;
     /* --- multistage 0: PARALLEL, by parallel --- */
-    if (ni * nj * nk >= 16384) {
-        #pragma omp parallel for schedule(static) num_threads(sk_team_size())
-        for (int64_t i = 0; i < ni; ++i) {
-            if (coeff_stride_1_ == nk && in_field_stride_1_ == nk && out_field_stride_1_ == nk) {
-                int64_t in_field_row = (in_field_origin_I_ + i) * in_field_stride_0_ + in_field_origin_J_ * in_field_stride_1_ + in_field_origin_K_;
-                int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + coeff_origin_J_ * coeff_stride_1_ + coeff_origin_K_;
-                int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + out_field_origin_J_ * out_field_stride_1_ + out_field_origin_K_;
+    #pragma omp parallel for schedule(static) if(ni * nj * nk >= 16384) num_threads(sk_team_size())
+    for (int64_t i = 0; i < ni; ++i) {
+        if (coeff_stride_1_ == nk && in_field_stride_1_ == nk && out_field_stride_1_ == nk) {
+            int64_t in_field_row = (in_field_origin_I_ + i) * in_field_stride_0_ + in_field_origin_J_ * in_field_stride_1_ + in_field_origin_K_;
+            int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + coeff_origin_J_ * coeff_stride_1_ + coeff_origin_K_;
+            int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + out_field_origin_J_ * out_field_stride_1_ + out_field_origin_K_;
+            #pragma GCC ivdep
+            for (int64_t t = 0; t < nj * nk; ++t) {
+                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
+                double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + t] - (in_field_[in_field_row + 2 * in_field_stride_0_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t]);
+                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
+                double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + t] - (in_field_[in_field_row + in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + t] + in_field_[in_field_row + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_1_ + t]);
+                /* corpus.py:37  res = lap[1, 0, 0] - lap */
+                double res_0_0_0_0_ = lap_0_1_0_0_ - lap_0_0_0_0_;
+                /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
+                double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_0_0_0_0_;
+                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
+                double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + t] - (in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t]);
+                /* corpus.py:37  res = lap[1, 0, 0] - lap */
+                double res_0__1_0_0_ = lap_0_0_0_0_ - lap_0__1_0_0_;
+                /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
+                double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_0_ + t]) > 0.0 ? 0.0 : res_0__1_0_0_;
+                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
+                double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + 2 * in_field_stride_1_ + t] + in_field_[in_field_row + t]);
+                /* corpus.py:39  res = lap[0, 1, 0] - lap */
+                double res_1_0_0_0_ = lap_0_0_1_0_ - lap_0_0_0_0_;
+                /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
+                double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_1_0_0_0_;
+                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
+                double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_1_ + t]);
+                /* corpus.py:39  res = lap[0, 1, 0] - lap */
+                double res_1_0__1_0_ = lap_0_0_0_0_ - lap_0_0__1_0_;
+                /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
+                double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_1_ + t]) > 0.0 ? 0.0 : res_1_0__1_0_;
+                /* corpus.py:41  out_field = in_field - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841 */
+                out_field_[out_field_row + t] = in_field_[in_field_row + t] - coeff_[coeff_row + t] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
+            }
+        } else {
+            for (int64_t j = 0; j < nj; ++j) {
+                int64_t in_field_row = (in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_;
+                int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + (coeff_origin_J_ + j) * coeff_stride_1_ + coeff_origin_K_;
+                int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + (out_field_origin_J_ + j) * out_field_stride_1_ + out_field_origin_K_;
                 #pragma GCC ivdep
-                for (int64_t t = 0; t < nj * nk; ++t) {
+                for (int64_t k = 0; k < sk_max_int64(0, nk); ++k) {
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                    double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + t] - (in_field_[in_field_row + 2 * in_field_stride_0_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t]);
+                    double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + k] - (in_field_[in_field_row + 2 * in_field_stride_0_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k]);
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                    double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + t] - (in_field_[in_field_row + in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + t] + in_field_[in_field_row + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_1_ + t]);
+                    double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + k] - (in_field_[in_field_row + in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + k] + in_field_[in_field_row + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_1_ + k]);
                     /* corpus.py:37  res = lap[1, 0, 0] - lap */
                     double res_0_0_0_0_ = lap_0_1_0_0_ - lap_0_0_0_0_;
                     /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                    double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_0_0_0_0_;
+                    double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_0_0_0_0_;
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                    double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + t] - (in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t]);
+                    double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + k] - (in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k]);
                     /* corpus.py:37  res = lap[1, 0, 0] - lap */
                     double res_0__1_0_0_ = lap_0_0_0_0_ - lap_0__1_0_0_;
                     /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                    double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_0_ + t]) > 0.0 ? 0.0 : res_0__1_0_0_;
+                    double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_0_ + k]) > 0.0 ? 0.0 : res_0__1_0_0_;
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                    double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + 2 * in_field_stride_1_ + t] + in_field_[in_field_row + t]);
+                    double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + 2 * in_field_stride_1_ + k] + in_field_[in_field_row + k]);
                     /* corpus.py:39  res = lap[0, 1, 0] - lap */
                     double res_1_0_0_0_ = lap_0_0_1_0_ - lap_0_0_0_0_;
                     /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                    double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_1_0_0_0_;
+                    double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_1_0_0_0_;
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                    double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_1_ + t]);
+                    double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_1_ + k]);
                     /* corpus.py:39  res = lap[0, 1, 0] - lap */
                     double res_1_0__1_0_ = lap_0_0_0_0_ - lap_0_0__1_0_;
                     /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                    double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_1_ + t]) > 0.0 ? 0.0 : res_1_0__1_0_;
+                    double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_1_ + k]) > 0.0 ? 0.0 : res_1_0__1_0_;
                     /* corpus.py:41  out_field = in_field - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841 */
-                    out_field_[out_field_row + t] = in_field_[in_field_row + t] - coeff_[coeff_row + t] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
-                }
-            } else {
-                for (int64_t j = 0; j < nj; ++j) {
-                    int64_t in_field_row = (in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_;
-                    int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + (coeff_origin_J_ + j) * coeff_stride_1_ + coeff_origin_K_;
-                    int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + (out_field_origin_J_ + j) * out_field_stride_1_ + out_field_origin_K_;
-                    #pragma GCC ivdep
-                    for (int64_t k = 0; k < sk_max_int64(0, nk); ++k) {
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + k] - (in_field_[in_field_row + 2 * in_field_stride_0_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k]);
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + k] - (in_field_[in_field_row + in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + k] + in_field_[in_field_row + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_1_ + k]);
-                        /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                        double res_0_0_0_0_ = lap_0_1_0_0_ - lap_0_0_0_0_;
-                        /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                        double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_0_0_0_0_;
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + k] - (in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k]);
-                        /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                        double res_0__1_0_0_ = lap_0_0_0_0_ - lap_0__1_0_0_;
-                        /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                        double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_0_ + k]) > 0.0 ? 0.0 : res_0__1_0_0_;
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + 2 * in_field_stride_1_ + k] + in_field_[in_field_row + k]);
-                        /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                        double res_1_0_0_0_ = lap_0_0_1_0_ - lap_0_0_0_0_;
-                        /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                        double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_1_0_0_0_;
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_1_ + k]);
-                        /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                        double res_1_0__1_0_ = lap_0_0_0_0_ - lap_0_0__1_0_;
-                        /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                        double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_1_ + k]) > 0.0 ? 0.0 : res_1_0__1_0_;
-                        /* corpus.py:41  out_field = in_field - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841 */
-                        out_field_[out_field_row + k] = in_field_[in_field_row + k] - coeff_[coeff_row + k] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
-                    }
-                }
-            }
-        }
-    } else {
-        for (int64_t i = 0; i < ni; ++i) {
-            if (coeff_stride_1_ == nk && in_field_stride_1_ == nk && out_field_stride_1_ == nk) {
-                int64_t in_field_row = (in_field_origin_I_ + i) * in_field_stride_0_ + in_field_origin_J_ * in_field_stride_1_ + in_field_origin_K_;
-                int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + coeff_origin_J_ * coeff_stride_1_ + coeff_origin_K_;
-                int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + out_field_origin_J_ * out_field_stride_1_ + out_field_origin_K_;
-                if (nj * nk >= 8) {
-                    for (int64_t sk_vec = 0; sk_vec < nj * nk; sk_vec += 8) {
-                        int64_t sk_first = sk_vec + 8 <= nj * nk ? sk_vec : nj * nk - 8;
-                        #pragma omp simd simdlen(8)
-                        for (int64_t sk_lane = 0; sk_lane < 8; ++sk_lane) {
-                            int64_t t = sk_first + sk_lane;
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + t] - (in_field_[in_field_row + 2 * in_field_stride_0_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t]);
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + t] - (in_field_[in_field_row + in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + t] + in_field_[in_field_row + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_1_ + t]);
-                            /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                            double res_0_0_0_0_ = lap_0_1_0_0_ - lap_0_0_0_0_;
-                            /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                            double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_0_0_0_0_;
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + t] - (in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t]);
-                            /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                            double res_0__1_0_0_ = lap_0_0_0_0_ - lap_0__1_0_0_;
-                            /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                            double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_0_ + t]) > 0.0 ? 0.0 : res_0__1_0_0_;
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + 2 * in_field_stride_1_ + t] + in_field_[in_field_row + t]);
-                            /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                            double res_1_0_0_0_ = lap_0_0_1_0_ - lap_0_0_0_0_;
-                            /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                            double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_1_0_0_0_;
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_1_ + t]);
-                            /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                            double res_1_0__1_0_ = lap_0_0_0_0_ - lap_0_0__1_0_;
-                            /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                            double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_1_ + t]) > 0.0 ? 0.0 : res_1_0__1_0_;
-                            /* corpus.py:41  out_field = in_field - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841 */
-                            out_field_[out_field_row + t] = in_field_[in_field_row + t] - coeff_[coeff_row + t] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
-                        }
-                    }
-                } else {
-                    #pragma omp simd simdlen(4)
-                    for (int64_t t = 0; t < nj * nk; ++t) {
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + t] - (in_field_[in_field_row + 2 * in_field_stride_0_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t]);
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + t] - (in_field_[in_field_row + in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + t] + in_field_[in_field_row + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_1_ + t]);
-                        /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                        double res_0_0_0_0_ = lap_0_1_0_0_ - lap_0_0_0_0_;
-                        /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                        double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_0_0_0_0_;
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + t] - (in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_0_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t]);
-                        /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                        double res_0__1_0_0_ = lap_0_0_0_0_ - lap_0__1_0_0_;
-                        /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                        double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_0_ + t]) > 0.0 ? 0.0 : res_0__1_0_0_;
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + 2 * in_field_stride_1_ + t] + in_field_[in_field_row + t]);
-                        /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                        double res_1_0_0_0_ = lap_0_0_1_0_ - lap_0_0_0_0_;
-                        /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                        double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + t] - in_field_[in_field_row + t]) > 0.0 ? 0.0 : res_1_0_0_0_;
-                        /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                        double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + t] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row - 2 * in_field_stride_1_ + t]);
-                        /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                        double res_1_0__1_0_ = lap_0_0_0_0_ - lap_0_0__1_0_;
-                        /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                        double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + t] - in_field_[in_field_row - in_field_stride_1_ + t]) > 0.0 ? 0.0 : res_1_0__1_0_;
-                        /* corpus.py:41  out_field = in_field - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841 */
-                        out_field_[out_field_row + t] = in_field_[in_field_row + t] - coeff_[coeff_row + t] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
-                    }
-                }
-            } else {
-                for (int64_t j = 0; j < nj; ++j) {
-                    int64_t in_field_row = (in_field_origin_I_ + i) * in_field_stride_0_ + (in_field_origin_J_ + j) * in_field_stride_1_ + in_field_origin_K_;
-                    int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + (coeff_origin_J_ + j) * coeff_stride_1_ + coeff_origin_K_;
-                    int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + (out_field_origin_J_ + j) * out_field_stride_1_ + out_field_origin_K_;
-                    if (sk_max_int64(0, nk) >= 8) {
-                        for (int64_t sk_vec = 0; sk_vec < sk_max_int64(0, nk); sk_vec += 8) {
-                            int64_t sk_first = sk_vec + 8 <= sk_max_int64(0, nk) ? sk_vec : sk_max_int64(0, nk) - 8;
-                            #pragma omp simd simdlen(8)
-                            for (int64_t sk_lane = 0; sk_lane < 8; ++sk_lane) {
-                                int64_t k = sk_first + sk_lane;
-                                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                                double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + k] - (in_field_[in_field_row + 2 * in_field_stride_0_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k]);
-                                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                                double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + k] - (in_field_[in_field_row + in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + k] + in_field_[in_field_row + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_1_ + k]);
-                                /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                                double res_0_0_0_0_ = lap_0_1_0_0_ - lap_0_0_0_0_;
-                                /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                                double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_0_0_0_0_;
-                                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                                double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + k] - (in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k]);
-                                /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                                double res_0__1_0_0_ = lap_0_0_0_0_ - lap_0__1_0_0_;
-                                /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                                double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_0_ + k]) > 0.0 ? 0.0 : res_0__1_0_0_;
-                                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                                double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + 2 * in_field_stride_1_ + k] + in_field_[in_field_row + k]);
-                                /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                                double res_1_0_0_0_ = lap_0_0_1_0_ - lap_0_0_0_0_;
-                                /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                                double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_1_0_0_0_;
-                                /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                                double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_1_ + k]);
-                                /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                                double res_1_0__1_0_ = lap_0_0_0_0_ - lap_0_0__1_0_;
-                                /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                                double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_1_ + k]) > 0.0 ? 0.0 : res_1_0__1_0_;
-                                /* corpus.py:41  out_field = in_field - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841 */
-                                out_field_[out_field_row + k] = in_field_[in_field_row + k] - coeff_[coeff_row + k] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
-                            }
-                        }
-                    } else {
-                        #pragma omp simd simdlen(4)
-                        for (int64_t k = 0; k < sk_max_int64(0, nk); ++k) {
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + k] - (in_field_[in_field_row + 2 * in_field_stride_0_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k]);
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_0_0_0_ = 4.0 * in_field_[in_field_row + k] - (in_field_[in_field_row + in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + k] + in_field_[in_field_row + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_1_ + k]);
-                            /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                            double res_0_0_0_0_ = lap_0_1_0_0_ - lap_0_0_0_0_;
-                            /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                            double flx_0_0_0_0_ = res_0_0_0_0_ * (in_field_[in_field_row + in_field_stride_0_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_0_0_0_0_;
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0__1_0_0_ = 4.0 * in_field_[in_field_row - in_field_stride_0_ + k] - (in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_0_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k]);
-                            /* corpus.py:37  res = lap[1, 0, 0] - lap */
-                            double res_0__1_0_0_ = lap_0_0_0_0_ - lap_0__1_0_0_;
-                            /* corpus.py:38  flx = 0.0 if res * (in_field[1, 0, 0] - in_field) > 0 else res */
-                            double flx_0__1_0_0_ = res_0__1_0_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_0_ + k]) > 0.0 ? 0.0 : res_0__1_0_0_;
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_0_1_0_ = 4.0 * in_field_[in_field_row + in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + 2 * in_field_stride_1_ + k] + in_field_[in_field_row + k]);
-                            /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                            double res_1_0_0_0_ = lap_0_0_1_0_ - lap_0_0_0_0_;
-                            /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                            double fly_0_0_0_0_ = res_1_0_0_0_ * (in_field_[in_field_row + in_field_stride_1_ + k] - in_field_[in_field_row + k]) > 0.0 ? 0.0 : res_1_0_0_0_;
-                            /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
-                            double lap_0_0__1_0_ = 4.0 * in_field_[in_field_row - in_field_stride_1_ + k] - (in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row - in_field_stride_0_ - in_field_stride_1_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row - 2 * in_field_stride_1_ + k]);
-                            /* corpus.py:39  res = lap[0, 1, 0] - lap */
-                            double res_1_0__1_0_ = lap_0_0_0_0_ - lap_0_0__1_0_;
-                            /* corpus.py:40  fly = 0.0 if res * (in_field[0, 1, 0] - in_field) > 0 else res */
-                            double fly_0_0__1_0_ = res_1_0__1_0_ * (in_field_[in_field_row + k] - in_field_[in_field_row - in_field_stride_1_ + k]) > 0.0 ? 0.0 : res_1_0__1_0_;
-                            /* corpus.py:41  out_field = in_field - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841 */
-                            out_field_[out_field_row + k] = in_field_[in_field_row + k] - coeff_[coeff_row + k] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
-                        }
-                    }
+                    out_field_[out_field_row + k] = in_field_[in_field_row + k] - coeff_[coeff_row + k] * (flx_0_0_0_0_ - flx_0__1_0_0_ + fly_0_0_0_0_ - fly_0_0__1_0_);
                 }
             }
         }

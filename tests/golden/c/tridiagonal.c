@@ -178,155 +178,78 @@ int sk_tridiagonal_computation(double *restrict a_, int64_t a_stride_0_, int64_t
 {
     int sk_error = 0;
     /* --- multistage 0: FORWARD; multistage 1: BACKWARD, by columns --- */
-    if (ni * nj * nk >= 16384) {
-        #pragma omp parallel for schedule(static) num_threads(sk_team_size())
-        for (int64_t i = 0; i < ni; ++i) {
-            for (int64_t jb = 0; jb < nj; jb += 8) {
-                int64_t a_lo = 0;
-                int64_t a_hi = nk;
-                const int64_t sk_a_column__size = 8 * (a_hi - a_lo);
-                double sk_a_column__stack[sk_a_column__size > 0 && sk_a_column__size <= 2048 ? sk_a_column__size : 1];
-                double *sk_a_column__heap __attribute__((cleanup(sk_free_local))) = sk_a_column__size > 2048 ? (double *)malloc((size_t)sk_a_column__size * sizeof(double)) : NULL;
-                double *a_column_ = sk_a_column__size > 2048 ? sk_a_column__heap : sk_a_column__stack;
-                const int64_t sk_b_column__size = 8 * (a_hi - a_lo);
-                double sk_b_column__stack[sk_b_column__size > 0 && sk_b_column__size <= 2048 ? sk_b_column__size : 1];
-                double *sk_b_column__heap __attribute__((cleanup(sk_free_local))) = sk_b_column__size > 2048 ? (double *)malloc((size_t)sk_b_column__size * sizeof(double)) : NULL;
-                double *b_column_ = sk_b_column__size > 2048 ? sk_b_column__heap : sk_b_column__stack;
-                const int64_t sk_c_column__size = 8 * (a_hi - a_lo);
-                double sk_c_column__stack[sk_c_column__size > 0 && sk_c_column__size <= 2048 ? sk_c_column__size : 1];
-                double *sk_c_column__heap __attribute__((cleanup(sk_free_local))) = sk_c_column__size > 2048 ? (double *)malloc((size_t)sk_c_column__size * sizeof(double)) : NULL;
-                double *c_column_ = sk_c_column__size > 2048 ? sk_c_column__heap : sk_c_column__stack;
-                const int64_t sk_d_column__size = 8 * (a_hi - a_lo);
-                double sk_d_column__stack[sk_d_column__size > 0 && sk_d_column__size <= 2048 ? sk_d_column__size : 1];
-                double *sk_d_column__heap __attribute__((cleanup(sk_free_local))) = sk_d_column__size > 2048 ? (double *)malloc((size_t)sk_d_column__size * sizeof(double)) : NULL;
-                double *d_column_ = sk_d_column__size > 2048 ? sk_d_column__heap : sk_d_column__stack;
-                if (a_column_ != NULL && b_column_ != NULL && c_column_ != NULL && d_column_ != NULL) {
-                    for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                        int64_t a_row = (a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_;
-                        int64_t b_row = (b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_;
-                        int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
-                        int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
-                        for (int64_t k = a_lo; k < a_hi; ++k) {
-                            a_column_[j - jb + (k - a_lo) * 8] = a_[a_row + k];
-                            b_column_[j - jb + (k - a_lo) * 8] = b_[b_row + k];
-                            c_column_[j - jb + (k - a_lo) * 8] = c_[c_row + k];
-                            d_column_[j - jb + (k - a_lo) * 8] = d_[d_row + k];
-                        }
+    #pragma omp parallel for schedule(static) if(ni * nj * nk >= 16384) num_threads(sk_team_size())
+    for (int64_t i = 0; i < ni; ++i) {
+        for (int64_t jb = 0; jb < nj; jb += 8) {
+            int64_t a_lo = 0;
+            int64_t a_hi = nk;
+            const int64_t sk_a_column__size = 8 * (a_hi - a_lo);
+            double sk_a_column__stack[sk_a_column__size > 0 && sk_a_column__size <= 2048 ? sk_a_column__size : 1];
+            double *sk_a_column__heap __attribute__((cleanup(sk_free_local))) = sk_a_column__size > 2048 ? (double *)malloc((size_t)sk_a_column__size * sizeof(double)) : NULL;
+            double *a_column_ = sk_a_column__size > 2048 ? sk_a_column__heap : sk_a_column__stack;
+            const int64_t sk_b_column__size = 8 * (a_hi - a_lo);
+            double sk_b_column__stack[sk_b_column__size > 0 && sk_b_column__size <= 2048 ? sk_b_column__size : 1];
+            double *sk_b_column__heap __attribute__((cleanup(sk_free_local))) = sk_b_column__size > 2048 ? (double *)malloc((size_t)sk_b_column__size * sizeof(double)) : NULL;
+            double *b_column_ = sk_b_column__size > 2048 ? sk_b_column__heap : sk_b_column__stack;
+            const int64_t sk_c_column__size = 8 * (a_hi - a_lo);
+            double sk_c_column__stack[sk_c_column__size > 0 && sk_c_column__size <= 2048 ? sk_c_column__size : 1];
+            double *sk_c_column__heap __attribute__((cleanup(sk_free_local))) = sk_c_column__size > 2048 ? (double *)malloc((size_t)sk_c_column__size * sizeof(double)) : NULL;
+            double *c_column_ = sk_c_column__size > 2048 ? sk_c_column__heap : sk_c_column__stack;
+            const int64_t sk_d_column__size = 8 * (a_hi - a_lo);
+            double sk_d_column__stack[sk_d_column__size > 0 && sk_d_column__size <= 2048 ? sk_d_column__size : 1];
+            double *sk_d_column__heap __attribute__((cleanup(sk_free_local))) = sk_d_column__size > 2048 ? (double *)malloc((size_t)sk_d_column__size * sizeof(double)) : NULL;
+            double *d_column_ = sk_d_column__size > 2048 ? sk_d_column__heap : sk_d_column__stack;
+            if (a_column_ != NULL && b_column_ != NULL && c_column_ != NULL && d_column_ != NULL) {
+                for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
+                    int64_t a_row = (a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_;
+                    int64_t b_row = (b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_;
+                    int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
+                    int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
+                    for (int64_t k = a_lo; k < a_hi; ++k) {
+                        a_column_[j - jb + (k - a_lo) * 8] = a_[a_row + k];
+                        b_column_[j - jb + (k - a_lo) * 8] = b_[b_row + k];
+                        c_column_[j - jb + (k - a_lo) * 8] = c_[c_row + k];
+                        d_column_[j - jb + (k - a_lo) * 8] = d_[d_row + k];
                     }
-                    for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
-                        #pragma GCC ivdep
-                        for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                            /* corpus.py:47  c = c / b */
-                            c_column_[j - jb + (k - a_lo) * 8] /= b_column_[j - jb + (k - a_lo) * 8];
-                            /* corpus.py:48  d = d / b */
-                            d_column_[j - jb + (k - a_lo) * 8] /= b_column_[j - jb + (k - a_lo) * 8];
-                        }
-                    }
-                    for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
-                        #pragma GCC ivdep
-                        for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                            /* corpus.py:50  m = 1.0 / (b - a * c[0, 0, -1]) */
-                            double m_ = 1.0 / (b_column_[j - jb + (k - a_lo) * 8] - a_column_[j - jb + (k - a_lo) * 8] * c_column_[j - jb + (k - 1 - a_lo) * 8]);
-                            /* corpus.py:51  c = c * m */
-                            c_column_[j - jb + (k - a_lo) * 8] *= m_;
-                            /* corpus.py:52  d = (d - a * d[0, 0, -1]) * m */
-                            d_column_[j - jb + (k - a_lo) * 8] = (d_column_[j - jb + (k - a_lo) * 8] - a_column_[j - jb + (k - a_lo) * 8] * d_column_[j - jb + (k - 1 - a_lo) * 8]) * m_;
-                        }
-                    }
-                    for (int64_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
-                        #pragma GCC ivdep
-                        for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                            /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
-                            d_column_[j - jb + (k - a_lo) * 8] -= c_column_[j - jb + (k - a_lo) * 8] * d_column_[j - jb + (k + 1 - a_lo) * 8];
-                        }
-                    }
-                    for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                        int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
-                        int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
-                        for (int64_t k = a_lo; k < a_hi; ++k) {
-                            c_[c_row + k] = c_column_[j - jb + (k - a_lo) * 8];
-                            d_[d_row + k] = d_column_[j - jb + (k - a_lo) * 8];
-                        }
-                    }
-                } else {
-                    #pragma omp atomic write
-                    sk_error = 8;
                 }
-            }
-        }
-    } else {
-        for (int64_t i = 0; i < ni; ++i) {
-            for (int64_t jb = 0; jb < nj; jb += 8) {
-                int64_t a_lo = 0;
-                int64_t a_hi = nk;
-                const int64_t sk_a_column__size = 8 * (a_hi - a_lo);
-                double sk_a_column__stack[sk_a_column__size > 0 && sk_a_column__size <= 2048 ? sk_a_column__size : 1];
-                double *sk_a_column__heap __attribute__((cleanup(sk_free_local))) = sk_a_column__size > 2048 ? (double *)malloc((size_t)sk_a_column__size * sizeof(double)) : NULL;
-                double *a_column_ = sk_a_column__size > 2048 ? sk_a_column__heap : sk_a_column__stack;
-                const int64_t sk_b_column__size = 8 * (a_hi - a_lo);
-                double sk_b_column__stack[sk_b_column__size > 0 && sk_b_column__size <= 2048 ? sk_b_column__size : 1];
-                double *sk_b_column__heap __attribute__((cleanup(sk_free_local))) = sk_b_column__size > 2048 ? (double *)malloc((size_t)sk_b_column__size * sizeof(double)) : NULL;
-                double *b_column_ = sk_b_column__size > 2048 ? sk_b_column__heap : sk_b_column__stack;
-                const int64_t sk_c_column__size = 8 * (a_hi - a_lo);
-                double sk_c_column__stack[sk_c_column__size > 0 && sk_c_column__size <= 2048 ? sk_c_column__size : 1];
-                double *sk_c_column__heap __attribute__((cleanup(sk_free_local))) = sk_c_column__size > 2048 ? (double *)malloc((size_t)sk_c_column__size * sizeof(double)) : NULL;
-                double *c_column_ = sk_c_column__size > 2048 ? sk_c_column__heap : sk_c_column__stack;
-                const int64_t sk_d_column__size = 8 * (a_hi - a_lo);
-                double sk_d_column__stack[sk_d_column__size > 0 && sk_d_column__size <= 2048 ? sk_d_column__size : 1];
-                double *sk_d_column__heap __attribute__((cleanup(sk_free_local))) = sk_d_column__size > 2048 ? (double *)malloc((size_t)sk_d_column__size * sizeof(double)) : NULL;
-                double *d_column_ = sk_d_column__size > 2048 ? sk_d_column__heap : sk_d_column__stack;
-                if (a_column_ != NULL && b_column_ != NULL && c_column_ != NULL && d_column_ != NULL) {
+                for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
+                    #pragma GCC ivdep
                     for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                        int64_t a_row = (a_origin_I_ + i) * a_stride_0_ + (a_origin_J_ + j) * a_stride_1_ + a_origin_K_;
-                        int64_t b_row = (b_origin_I_ + i) * b_stride_0_ + (b_origin_J_ + j) * b_stride_1_ + b_origin_K_;
-                        int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
-                        int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
-                        for (int64_t k = a_lo; k < a_hi; ++k) {
-                            a_column_[j - jb + (k - a_lo) * 8] = a_[a_row + k];
-                            b_column_[j - jb + (k - a_lo) * 8] = b_[b_row + k];
-                            c_column_[j - jb + (k - a_lo) * 8] = c_[c_row + k];
-                            d_column_[j - jb + (k - a_lo) * 8] = d_[d_row + k];
-                        }
+                        /* corpus.py:47  c = c / b */
+                        c_column_[j - jb + (k - a_lo) * 8] /= b_column_[j - jb + (k - a_lo) * 8];
+                        /* corpus.py:48  d = d / b */
+                        d_column_[j - jb + (k - a_lo) * 8] /= b_column_[j - jb + (k - a_lo) * 8];
                     }
-                    for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
-                        #pragma omp simd simdlen(4)
-                        for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                            /* corpus.py:47  c = c / b */
-                            c_column_[j - jb + (k - a_lo) * 8] /= b_column_[j - jb + (k - a_lo) * 8];
-                            /* corpus.py:48  d = d / b */
-                            d_column_[j - jb + (k - a_lo) * 8] /= b_column_[j - jb + (k - a_lo) * 8];
-                        }
-                    }
-                    for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
-                        #pragma omp simd simdlen(4)
-                        for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                            /* corpus.py:50  m = 1.0 / (b - a * c[0, 0, -1]) */
-                            double m_ = 1.0 / (b_column_[j - jb + (k - a_lo) * 8] - a_column_[j - jb + (k - a_lo) * 8] * c_column_[j - jb + (k - 1 - a_lo) * 8]);
-                            /* corpus.py:51  c = c * m */
-                            c_column_[j - jb + (k - a_lo) * 8] *= m_;
-                            /* corpus.py:52  d = (d - a * d[0, 0, -1]) * m */
-                            d_column_[j - jb + (k - a_lo) * 8] = (d_column_[j - jb + (k - a_lo) * 8] - a_column_[j - jb + (k - a_lo) * 8] * d_column_[j - jb + (k - 1 - a_lo) * 8]) * m_;
-                        }
-                    }
-                    for (int64_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
-                        #pragma omp simd simdlen(4)
-                        for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                            /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
-                            d_column_[j - jb + (k - a_lo) * 8] -= c_column_[j - jb + (k - a_lo) * 8] * d_column_[j - jb + (k + 1 - a_lo) * 8];
-                        }
-                    }
-                    for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
-                        int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
-                        int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
-                        for (int64_t k = a_lo; k < a_hi; ++k) {
-                            c_[c_row + k] = c_column_[j - jb + (k - a_lo) * 8];
-                            d_[d_row + k] = d_column_[j - jb + (k - a_lo) * 8];
-                        }
-                    }
-                } else {
-                    #pragma omp atomic write
-                    sk_error = 8;
                 }
+                for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
+                    #pragma GCC ivdep
+                    for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
+                        /* corpus.py:50  m = 1.0 / (b - a * c[0, 0, -1]) */
+                        double m_ = 1.0 / (b_column_[j - jb + (k - a_lo) * 8] - a_column_[j - jb + (k - a_lo) * 8] * c_column_[j - jb + (k - 1 - a_lo) * 8]);
+                        /* corpus.py:51  c = c * m */
+                        c_column_[j - jb + (k - a_lo) * 8] *= m_;
+                        /* corpus.py:52  d = (d - a * d[0, 0, -1]) * m */
+                        d_column_[j - jb + (k - a_lo) * 8] = (d_column_[j - jb + (k - a_lo) * 8] - a_column_[j - jb + (k - a_lo) * 8] * d_column_[j - jb + (k - 1 - a_lo) * 8]) * m_;
+                    }
+                }
+                for (int64_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
+                    #pragma GCC ivdep
+                    for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
+                        /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
+                        d_column_[j - jb + (k - a_lo) * 8] -= c_column_[j - jb + (k - a_lo) * 8] * d_column_[j - jb + (k + 1 - a_lo) * 8];
+                    }
+                }
+                for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
+                    int64_t c_row = (c_origin_I_ + i) * c_stride_0_ + (c_origin_J_ + j) * c_stride_1_ + c_origin_K_;
+                    int64_t d_row = (d_origin_I_ + i) * d_stride_0_ + (d_origin_J_ + j) * d_stride_1_ + d_origin_K_;
+                    for (int64_t k = a_lo; k < a_hi; ++k) {
+                        c_[c_row + k] = c_column_[j - jb + (k - a_lo) * 8];
+                        d_[d_row + k] = d_column_[j - jb + (k - a_lo) * 8];
+                    }
+                }
+            } else {
+                #pragma omp atomic write
+                sk_error = 8;
             }
         }
     }
