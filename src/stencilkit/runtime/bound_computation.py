@@ -8,8 +8,8 @@ arrays (which objects, their shapes, strides and dtypes), the origin and the dom
 loop calls a stencil with the same arrays every step: ``BoundComputationCall`` records the
 outcome of one full call and, for a call that passes the same objects with the same
 ``shape``/``strides``/``dtype``, checks only the scalars (their kinds and ranges, as every
-call does) and launches. It cost 26 us of a 28 us call on a 8x8x8 domain (hdiff, 2 vCPUs;
-docs/performance.md, "A computation's bound call").
+call does) and launches. That work was 26 us of a 28 us call on a 8x8x8 domain (hdiff, 2
+vCPUs; docs/performance.md, "A computation's bound call, and no team for small domains").
 
 The binding keeps no user array alive. An array that owns its memory is known by its
 ``id``: another array that takes that id once the first is freed has memory of its own too,
