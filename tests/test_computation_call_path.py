@@ -23,10 +23,11 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import BACKWARD, FORWARD, PARALLEL, Field, computation, interval
+from stencilkit import PARALLEL, Field, computation, interval
 from stencilkit.api import multistage
 from stencilkit.errors import ArgumentError
 from stencilkit.lower.point import PARALLEL_MIN_WORK
+from stencilkit_apps.definitions import tridiagonal_temporaries
 
 from .computations import planes, ref_planes
 from .requires import needs_c
@@ -37,23 +38,6 @@ def scaled_diffusion(inp: Field[np.float64], coeff: Field[np.float64],
     with computation(PARALLEL), interval(...):
         lap = 4.0 * inp - (inp[1, 0, 0] + inp[-1, 0, 0] + inp[0, 1, 0] + inp[0, -1, 0])
         out = inp - alpha * coeff * lap  # noqa: F841
-
-
-def thomas(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64],
-           d: Field[np.float64], x: Field[np.float64]):
-    with computation(FORWARD):
-        with interval(0, 1):
-            cp = c / b
-            dp = d / b
-        with interval(1, None):
-            m = 1.0 / (b - a * cp[0, 0, -1])
-            cp = c * m
-            dp = (d - a * dp[0, 0, -1]) * m
-    with computation(BACKWARD):
-        with interval(-1, None):
-            x = dp
-        with interval(0, -1):
-            x = dp - cp * x[0, 0, 1]  # noqa: F841
 
 
 @pytest.fixture(autouse=True)
@@ -311,7 +295,7 @@ def test_an_aliased_call_is_never_bound(monkeypatch):
 # ---------------------------------------------------------------- small domains
 
 
-@pytest.mark.parametrize("definition", [scaled_diffusion, thomas, planes])
+@pytest.mark.parametrize("definition", [scaled_diffusion, tridiagonal_temporaries, planes])
 def test_small_domains_start_no_team(definition):
     """Every team a computation starts is behind the work test (OpenMP's ``if``): a plain
     loop, a column sweep and a plane-by-plane region."""
@@ -335,6 +319,6 @@ def test_both_sides_of_the_threshold_give_the_references_numbers(shape, parallel
     tri = _fields(shape, seed=6, n=5)
     tri[1] += 4.0  # diagonally dominant
     got, want = tri[4].copy(), tri[4].copy()
-    sk.stencil(thomas, backend="c")(*tri[:4], got)
-    sk.stencil(thomas, backend="numpy")(*tri[:4], want)
+    sk.stencil(tridiagonal_temporaries, backend="c")(*tri[:4], got)
+    sk.stencil(tridiagonal_temporaries, backend="numpy")(*tri[:4], want)
     np.testing.assert_allclose(got, want, rtol=1e-13)
