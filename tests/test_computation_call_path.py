@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import stencilkit as sk
-from stencilkit import PARALLEL, Field, computation, interval
+from stencilkit import PARALLEL, Field, adapters, computation, interval
 from stencilkit.api import multistage
 from stencilkit.errors import ArgumentError
 from stencilkit.lower.point import PARALLEL_MIN_WORK
@@ -241,6 +241,55 @@ def test_an_array_at_a_freed_arrays_id_is_checked():
         expect = _expected(inp.copy(), coeff, np.array(new), **call)
         st(inp, coeff, new, **call)
         np.testing.assert_array_equal(new, expect)
+
+
+class _Claimed(np.ndarray):
+    """An array type an adapter claims (as the MPI, device and xarray adapters claim
+    theirs)."""
+
+    __slots__ = ()
+
+
+class _Unclaimed(np.ndarray):
+    """An array type no adapter claims, of the same object size as ``_Claimed``."""
+
+    __slots__ = ()
+
+
+class _ClaimingAdapter(adapters.Adapter):
+    priority = 50
+
+    def __init__(self):
+        self.calls = 0
+
+    def claims_type(self, cls):
+        return issubclass(cls, _Claimed)
+
+    def claims(self, value):
+        return isinstance(value, _Claimed)
+
+    def computation_call(self, st, args, kwargs, origin, domain, validate_args, exec_info):
+        self.calls += 1
+
+
+def test_an_adapters_array_at_a_freed_arrays_id_goes_to_the_adapter():
+    st = sk.stencil(scaled_diffusion, backend="c")
+    inp, coeff = _fields((8, 8, 3), n=2)
+    call = dict(origin=(1, 1, 0), domain=(6, 6, 3))
+    adapter = adapters.register(_ClaimingAdapter())
+    try:
+        out = _Unclaimed((8, 8, 3))  # an ndarray subclass: the call binds it
+        st(inp, coeff, out, **call)
+        assert adapter.calls == 0
+        freed = id(out)
+        del out
+        claimed = _Claimed((8, 8, 3))  # owns its memory, as the freed array did
+        if id(claimed) != freed:
+            pytest.skip("this interpreter did not reuse the freed array's id")
+        st(inp, coeff, claimed, **call)
+        assert adapter.calls == 1
+    finally:
+        adapters.unregister(adapter)
 
 
 def test_the_binding_keeps_no_array_alive():
