@@ -59,35 +59,26 @@ class CPlatform(Platform):
     # ------------------------------------------------------------ threads
 
     def stmt(self, s: k.Stmt, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
-        # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
-        # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
-        # on small work, so its row loops get short vectors (SmallWorkCPlatform).
         par = s.parallel if isinstance(s, k.Loop) else None
         if not isinstance(s, k.Loop) or par is None or par.only_if is None or par.shared \
                 or not par.serial_copy:
             return super().stmt(s, kf)
-        serial = self.serial_copy((dataclasses.replace(s, parallel=None),), par.only_if, kf)
-        if serial is None:
+        # a serial copy, not OpenMP's if clause: libgomp still sets up a team of one for
+        # that, about 0.5 us per loop, a third of a small stencil's call. The copy only runs
+        # on small work, so its row loops get short vectors (SmallWorkCPlatform).
+        plain = dataclasses.replace(s, parallel=None)
+        serial = SmallWorkCPlatform(par.only_if, self.knobs).stmts((plain,), kf)
+        if _nodes(serial) > SERIAL_COPY_NODES and _nodes(SmallWorkCPlatform(
+                par.only_if, dataclasses.replace(self.knobs, whole_vector_bytes=None)
+        ).stmts((plain,), kf)) > SERIAL_COPY_NODES:
+            # the body's size as written (the whole-vector copies of its rows do not
+            # count; lowered again only where they could matter)
             return super().stmt(s, kf)  # compiled once, with the if clause
         if len(serial) == 1 and isinstance(serial[0], k.Loop):
             loop, fence = _fence_hoisted(serial[0])
             serial = (loop, *fence)
         unconditional = dataclasses.replace(s, parallel=dataclasses.replace(par, only_if=None))
         return (k.Branch(par.only_if, super().stmt(unconditional, kf), serial),)
-
-    def serial_copy(self, plain: tuple[k.Stmt, ...], below: k.Expr, kf: k.KernelFunction
-                    ) -> tuple[k.Stmt, ...] | None:
-        """``plain`` (a parallel loop without its parallel mark) lowered for the work where
-        ``below`` does not hold; None where the copy would be too large to compile twice
-        (``SERIAL_COPY_NODES``)."""
-        serial = SmallWorkCPlatform(below, self.knobs).stmts(plain, kf)
-        if _nodes(serial) > SERIAL_COPY_NODES and _nodes(SmallWorkCPlatform(
-                below, dataclasses.replace(self.knobs, whole_vector_bytes=None)
-        ).stmts(plain, kf)) > SERIAL_COPY_NODES:
-            # the body's size as written (the whole-vector copies of its rows do not
-            # count; lowered again only where they could matter)
-            return None
-        return serial
 
     def parallel_loop(self, loop: k.Loop, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         par = loop.parallel
