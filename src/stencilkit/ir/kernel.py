@@ -299,6 +299,16 @@ class Sym(Expr):
     symbol: Symbol
 
 
+def index_const(value: int) -> Constant:
+    """An index constant: loop bounds, offsets and sizes are ``INDEX`` (int64) throughout."""
+    return Constant(np.int64(value), dtype=INDEX)
+
+
+def ref(symbol: Symbol) -> Sym:
+    """``symbol`` read in an expression, of its own type."""
+    return Sym(symbol, dtype=symbol.dtype)
+
+
 @dataclass(frozen=True, slots=True)
 class Load(Expr):
     buffer: Buffer

@@ -19,8 +19,6 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-import numpy as np
-
 from .. import dtypes
 from ..ir import kernel as k
 from ..ir.core import Node, map_children, rewrite, walk
@@ -51,12 +49,12 @@ def _collapse(loop: k.Loop, j: k.Symbol, kc: k.Symbol, nj: k.Symbol, nk: k.Symbo
               full_k: tuple[k.Expr, k.Expr], t: k.Symbol, params: frozenset[k.Symbol]
               ) -> k.Stmt | None:
     if loop.counter != j or loop.parallel is not None or len(loop.body) != 1 \
-            or loop.start != _index(0) or loop.stop != k.Sym(nj, dtype=k.INDEX):
+            or loop.start != k.index_const(0) or loop.stop != k.Sym(nj, dtype=k.INDEX):
         return None
     inner = loop.body[0]
     if not (isinstance(inner, k.Loop) and inner.counter == kc and inner.vectorize
             and inner.parallel is None and (inner.start, inner.stop) == full_k
-            and inner.step == _index(1)):
+            and inner.step == k.index_const(1)):
         return None
     buffers = _buffers_if_collapsible(inner.body, j, kc, params)
     if not buffers:
@@ -66,15 +64,15 @@ def _collapse(loop: k.Loop, j: k.Symbol, kc: k.Symbol, nj: k.Symbol, nk: k.Symbo
 
     def substitute(n: Node) -> Node | None:
         if n == sj:
-            return _index(0)
+            return k.index_const(0)
         if n == sk:
             return st
         return None
 
     body = tuple(rewrite(s, substitute) for s in inner.body)
     n_nk = k.Sym(nk, dtype=k.INDEX)
-    flat = k.Loop(t, _index(0), k.Op("*", (k.Sym(nj, dtype=k.INDEX), n_nk), dtype=k.INDEX),
-                  _index(1), body, vectorize=True)
+    flat = k.Loop(t, k.index_const(0), k.Op("*", (k.Sym(nj, dtype=k.INDEX), n_nk), dtype=k.INDEX),
+                  k.index_const(1), body, vectorize=True)
     cond: k.Expr | None = None
     for b in sorted(buffers, key=lambda b: b.name):
         same = k.Op("==", (b.strides[1], n_nk), dtype=dtypes.BOOL)
@@ -95,7 +93,7 @@ def _buffers_if_collapsible(body: tuple[k.Stmt, ...], j: k.Symbol, kc: k.Symbol,
         for n in walk(s):
             if isinstance(n, (k.Load, k.Store)):
                 b = n.buffer
-                if len(n.indices) != 3 or b.strides[2] != _index(1) or \
+                if len(n.indices) != 3 or b.strides[2] != k.index_const(1) or \
                         any(_uses(x, (j, kc)) for x in (*b.shape, *b.strides)):
                     return None
                 if _uses(n.indices[0], (j, kc)) or \
@@ -153,5 +151,3 @@ def _stray_uses(body: tuple[k.Stmt, ...], symbols: tuple[k.Symbol, ...],
     return any(visit(s) for s in body)
 
 
-def _index(v: int) -> k.Constant:
-    return k.Constant(np.int64(v), dtype=k.INDEX)

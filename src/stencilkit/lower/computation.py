@@ -54,21 +54,13 @@ AXES = "IJK"
 COLUMN_BLOCK = 8
 
 
-def _const(v: int) -> k.Constant:
-    return k.Constant(np.int64(v), dtype=k.INDEX)
-
-
-def _sym(s: k.Symbol) -> k.Sym:
-    return k.Sym(s, dtype=s.dtype)
-
-
 def _op(op: str, a: k.Expr, b: k.Expr, t=k.INDEX) -> k.Expr:
     if isinstance(b, k.Constant) and op in "+-":
         v = int(b.value)
         if v == 0:
             return a
         if v < 0:
-            return k.Op("-" if op == "+" else "+", (a, _const(-v)), dtype=t)
+            return k.Op("-" if op == "+" else "+", (a, k.index_const(-v)), dtype=t)
     return k.Op(op, (a, b), dtype=t)
 
 
@@ -261,7 +253,7 @@ class ComputationLowering(PointLowering):
     def expr(self, e: d.Expr) -> k.Expr:
         if isinstance(e, d.Access):
             if e.field in self.registers:
-                return _sym(self.locals[e.field])
+                return k.ref(self.locals[e.field])
             index = self.index(e.field, offsets(e))
             dk = variable_k(e)
             if dk is not None:  # f[0, 0, lev]: checked against the field's levels
@@ -269,10 +261,10 @@ class ComputationLowering(PointLowering):
                 buf = self.buffer(e.field)
                 self.uses_error_flag = True  # the check reports through the status
                 level = k.Op("checked_offset", (
-                    _op("+", index[kd], self.expr(dk)), _const(0),
-                    _op("-", buf.shape[kd], _const(1))), dtype=k.INDEX)
+                    _op("+", index[kd], self.expr(dk)), k.index_const(0),
+                    _op("-", buf.shape[kd], k.index_const(1))), dtype=k.INDEX)
                 index = (*index[:kd], level, *index[kd + 1:])
-            index += tuple(_const(n) for n in data_index(e))  # an element of a vector field
+            index += tuple(k.index_const(n) for n in data_index(e))  # an element of a vector field
             assert e.dtype is not None, f"untyped expression {e!r} after the typing pass"
             return k.Load(self.buffer(e.field), index, dtype=e.dtype)
         if isinstance(e, c.InRegion):
@@ -283,11 +275,11 @@ class ComputationLowering(PointLowering):
         """``start <= i < end && ...`` for the bounds a horizontal region has."""
         conds: list[k.Expr] = []
         for axis, bounds in ((0, r.i), (1, r.j)):
-            counter = _sym(self.counters[axis])
+            counter = k.ref(self.counters[axis])
             for op, b in zip((">=", "<"), bounds):
                 if b is not None:
-                    pos = _op("+", _sym(self.domain[axis]), _const(b.offset)) if b.from_end \
-                        else _const(b.offset)
+                    pos = _op("+", k.ref(self.domain[axis]), k.index_const(b.offset)) if b.from_end \
+                        else k.index_const(b.offset)
                     conds.append(k.Op(op, (counter, pos), dtype=dtypes.BOOL))
         cond: k.Expr = k.Constant(np.bool_(True), dtype=dtypes.BOOL)
         for i, x in enumerate(conds):
@@ -301,9 +293,9 @@ class ComputationLowering(PointLowering):
         if name in self.staged:  # (column within the jammed block, level - lowest level)
             assert self.jam_start is not None
             inner = self.inner_axis()
-            return (_op("-", _sym(self.counters[inner]), self.jam_start),
-                    _op("-", _op("+", _sym(self.counters[2]), _const(off[2])),
-                        _sym(self.staged[name])))
+            return (_op("-", k.ref(self.counters[inner]), self.jam_start),
+                    _op("-", _op("+", k.ref(self.counters[2]), k.index_const(off[2])),
+                        k.ref(self.staged[name])))
         return self.field_index(name, off)
 
     def field_index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
@@ -312,12 +304,12 @@ class ComputationLowering(PointLowering):
             jb = self.jam_start
             inner = self.inner_axis()
             below = self.columns[name][0]
-            return (_op("-", _sym(self.counters[inner]), jb),
-                    _op("+", _sym(self.counters[2]), _const(below + off[2])))
+            return (_op("-", k.ref(self.counters[inner]), jb),
+                    _op("+", k.ref(self.counters[2]), k.index_const(below + off[2])))
         idx = []
         for a, o in zip(self.axes[name], self.origins[name]):
             ai = AXES.index(a)
-            idx.append(_op("+", _op("+", _sym(o), _sym(self.counters[ai])), _const(off[ai])))
+            idx.append(_op("+", _op("+", k.ref(o), k.ref(self.counters[ai])), k.index_const(off[ai])))
         return tuple(idx)
 
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
@@ -330,7 +322,7 @@ class ComputationLowering(PointLowering):
                     out.append(k.SetSym(self.locals[s.target], value, loc=s.loc, source=src))
                 else:
                     index = self.index(s.target, (0, 0, c.write_offset(s)))
-                    index += tuple(_const(n) for n in getattr(s, "data_index", ()))
+                    index += tuple(k.index_const(n) for n in getattr(s, "data_index", ()))
                     out.append(k.Store(self.buffer(s.target), index, value, loc=s.loc,
                                        source=src))
             else:
@@ -358,17 +350,17 @@ class ComputationLowering(PointLowering):
         return [a for a in self.loop_order() if a != 2][-1]
 
     def k_bounds(self, iv: c.IntervalBlock) -> tuple[k.Expr, k.Expr]:
-        nk = _sym(self.domain[2])
+        nk = k.ref(self.domain[2])
 
         def bound(b: c.AxisBound) -> k.Expr:
-            e = _op("+", nk, _const(b.offset)) if b.from_end else _const(b.offset)
-            return k.MathCall("max", (_const(0), k.MathCall("min", (nk, e), dtype=k.INDEX)),
+            e = _op("+", nk, k.index_const(b.offset)) if b.from_end else k.index_const(b.offset)
+            return k.MathCall("max", (k.index_const(0), k.MathCall("min", (nk, e), dtype=k.INDEX)),
                               dtype=k.INDEX)
         return bound(iv.start), bound(iv.end)
 
     def horizontal_range(self, axis: int, ext: c.Extent) -> tuple[k.Expr, k.Expr]:
         lo, hi = (ext[0], ext[1]) if axis == 0 else (ext[2], ext[3])
-        return _const(lo), _op("+", _sym(self.domain[axis]), _const(hi))
+        return k.index_const(lo), _op("+", k.ref(self.domain[axis]), k.index_const(hi))
 
     def enough_work(self) -> k.Expr:
         """Whether the domain holds enough points for a team of threads: a smaller call
@@ -379,9 +371,9 @@ class ComputationLowering(PointLowering):
         parallel loop nearly doubled a computation's compile time (hdiff 0.6 -> 1.1 s,
         the tridiagonal solve 0.7 -> 1.0-1.45 s in GCC), paid by every build and every
         tuning candidate (docs/performance.md)."""
-        points = _op("*", _op("*", _sym(self.domain[0]), _sym(self.domain[1])),
-                     _sym(self.domain[2]))
-        return k.Op(">=", (points, _const(PARALLEL_MIN_WORK)), dtype=dtypes.BOOL)
+        points = _op("*", _op("*", k.ref(self.domain[0]), k.ref(self.domain[1])),
+                     k.ref(self.domain[2]))
+        return k.Op(">=", (points, k.index_const(PARALLEL_MIN_WORK)), dtype=dtypes.BOOL)
 
     def stage_nest(self, stage: Stage, k_range: tuple[k.Expr, k.Expr] | None,
                    parallel: bool, workshare: bool = False) -> k.Stmt:
@@ -399,7 +391,7 @@ class ComputationLowering(PointLowering):
                 par = k.Parallel(shared=True)
             elif depth == 0 and parallel:
                 par = k.Parallel(only_if=self.enough_work(), serial_copy=False)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body, parallel=par,
+            body = (k.Loop(self.counters[axis], start, stop, k.index_const(1), body, parallel=par,
                            vectorize=depth == len(order) - 1),)
         (nest,) = body
         return nest
@@ -439,17 +431,17 @@ class ComputationLowering(PointLowering):
         start, stop = self.horizontal_range(inner_axis, ext)
         if unit_k:  # one block of jammed columns
             jb = self.ctx.symbol("jb", k.INDEX)
-            self.jam_start = _sym(jb)
-            width: k.Expr = _const(self.column_block)
+            self.jam_start = k.ref(jb)
+            width: k.Expr = k.index_const(self.column_block)
         else:  # the row of columns of one outer iteration
             self.jam_start = start
             width = _op("-", stop, start)
         arrays = self.column_arrays(written, width)
         if unit_k:
-            block_end = k.MathCall("min", (_op("+", _sym(jb), _const(self.column_block)), stop),
+            block_end = k.MathCall("min", (_op("+", k.ref(jb), k.index_const(self.column_block)), stop),
                                    dtype=k.INDEX)
             staged = self.staged_fields(group, stages, ext)
-            stage_in, stage_out = self.stage_copies(staged, written, inner_axis, _sym(jb),
+            stage_in, stage_out = self.stage_copies(staged, written, inner_axis, k.ref(jb),
                                                     block_end, self.fresh_fields(staged, group))
         per_level: list[k.Stmt] = []
         for _, ms in group:
@@ -459,22 +451,22 @@ class ComputationLowering(PointLowering):
                 if unit_k:
                     per_level.append(self.k_loop(kc, k0, k1, ms.policy, inner_t))
                 else:
-                    row = k.Loop(self.counters[inner_axis], start, stop, _const(1), inner_t,
+                    row = k.Loop(self.counters[inner_axis], start, stop, k.index_const(1), inner_t,
                                  vectorize=True)
                     per_level.append(self.k_loop(kc, k0, k1, ms.policy, (row,)))
         body: tuple[k.Stmt, ...] = tuple(per_level)
         if unit_k:
             # Unroll and jam: K outside a block of columns, so that the block's independent
             # recurrences overlap instead of waiting on one column's latency chain.
-            body = tuple(self.jam_levels(stmt, inner_axis, _sym(jb), block_end) for stmt in body)
-            body = (k.Loop(jb, start, stop, _const(self.column_block),
+            body = tuple(self.jam_levels(stmt, inner_axis, k.ref(jb), block_end) for stmt in body)
+            body = (k.Loop(jb, start, stop, k.index_const(self.column_block),
                            tuple(arrays) + stage_in + body + stage_out),)
             for f in staged:  # the next group reads the fields themselves
                 del self.staged[f], self.column_buffers[f]
         else:
             body = tuple(arrays) + body
         o_start, o_stop = self.horizontal_range(outer, ext)
-        body = (k.Loop(self.counters[outer], o_start, o_stop, _const(1), body,
+        body = (k.Loop(self.counters[outer], o_start, o_stop, k.index_const(1), body,
                        parallel=k.Parallel(only_if=self.enough_work(), serial_copy=False)),)
         return k.Section(title, body)
 
@@ -486,10 +478,10 @@ class ComputationLowering(PointLowering):
         for t, (below, above) in sorted(self.columns.items()):
             if t not in written:
                 continue
-            span = _op("+", _sym(self.domain[2]), _const(below + above))
+            span = _op("+", k.ref(self.domain[2]), k.index_const(below + above))
             base = self.ctx.user_symbol(f"{t}_column", dict(self.defn.temporaries)[t],
                                         pointer=True)
-            buf = k.Buffer(t, base.dtype, base, (width, span), (_const(1), width))
+            buf = k.Buffer(t, base.dtype, base, (width, span), (k.index_const(1), width))
             self.column_buffers[t] = buf
             arrays.append(k.DeclareArray(buf, k.Op("*", (width, span), dtype=k.INDEX)))
         return arrays
@@ -521,7 +513,7 @@ class ComputationLowering(PointLowering):
         """The staged fields whose buffers the group fills before reading them, over exactly
         the levels copied back: an output such as a tridiagonal solve's ``x`` is then only
         written to memory, not also read (a sixth of the solve's traffic)."""
-        whole = (_const(0), _sym(self.domain[2]))
+        whole = (k.index_const(0), k.ref(self.domain[2]))
         return {f for f in staged
                 if self.staged_levels(f) == whole and written_before_read(f, group)}
 
@@ -544,14 +536,14 @@ class ComputationLowering(PointLowering):
             lo_s = self.ctx.symbol(f"{names[0]}_lo", k.INDEX)
             hi_s = self.ctx.symbol(f"{names[0]}_hi", k.INDEX)
             decls += [k.Declare(lo_s, lo), k.Declare(hi_s, hi)]
-            span = _op("-", _sym(hi_s), _sym(lo_s))
-            local = (_op("-", _sym(jc), start), _op("-", _sym(kc), _sym(lo_s)))
+            span = _op("-", k.ref(hi_s), k.ref(lo_s))
+            local = (_op("-", k.ref(jc), start), _op("-", k.ref(kc), k.ref(lo_s)))
             copy_in, copy_out = [], []
             for f in names:
                 base = self.ctx.user_symbol(f"{f}_column", dtype[f], pointer=True)
-                buf = k.Buffer(f, dtype[f], base, (_const(self.column_block), span),
-                               (_const(1), _const(self.column_block)))
-                decls.append(k.DeclareArray(buf, k.Op("*", (_const(self.column_block), span),
+                buf = k.Buffer(f, dtype[f], base, (k.index_const(self.column_block), span),
+                               (k.index_const(1), k.index_const(self.column_block)))
+                decls.append(k.DeclareArray(buf, k.Op("*", (k.index_const(self.column_block), span),
                                                       dtype=k.INDEX)))
                 home = self.field_index(f, (0, 0, 0))
                 if f not in fresh:
@@ -563,11 +555,11 @@ class ComputationLowering(PointLowering):
                 self.staged[f] = lo_s
                 self.column_buffers[f] = buf
             if copy_in:
-                ins.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_in)))
+                ins.append(k.Loop(kc, k.ref(lo_s), k.ref(hi_s), k.index_const(1), tuple(copy_in)))
             if copy_out:
-                outs.append(k.Loop(kc, _sym(lo_s), _sym(hi_s), _const(1), tuple(copy_out)))
-        before = (k.Loop(jc, start, stop, _const(1), tuple(ins)),) if ins else ()
-        after = (k.Loop(jc, start, stop, _const(1), tuple(outs)),) if outs else ()
+                outs.append(k.Loop(kc, k.ref(lo_s), k.ref(hi_s), k.index_const(1), tuple(copy_out)))
+        before = (k.Loop(jc, start, stop, k.index_const(1), tuple(ins)),) if ins else ()
+        after = (k.Loop(jc, start, stop, k.index_const(1), tuple(outs)),) if outs else ()
         return tuple(decls) + before, after
 
     def staged_levels(self, f: str) -> tuple[k.Expr, k.Expr]:
@@ -575,8 +567,8 @@ class ComputationLowering(PointLowering):
         domain's [0, nk) (which the halo check guarantees every field has): the lowest and
         one past the highest. An access that cannot leave [0, nk) adds nothing; the others
         count only when their interval is not empty (an empty one reads nothing)."""
-        nk = _sym(self.domain[2])
-        lo: k.Expr = _const(0)
+        nk = k.ref(self.domain[2])
+        lo: k.Expr = k.index_const(0)
         hi: k.Expr = nk
         for acc in self.sched.k_accesses:
             if acc.name != f:
@@ -589,17 +581,17 @@ class ComputationLowering(PointLowering):
             k0, k1 = self.k_bounds(acc.interval)
             live = k.Op(">", (k1, k0), dtype=dtypes.BOOL)
             if not low_ok:
-                lo = k.MathCall("min", (lo, k.Select(live, _op("+", k0, _const(acc.dk_lo)),
-                                                     _const(0), dtype=k.INDEX)), dtype=k.INDEX)
+                lo = k.MathCall("min", (lo, k.Select(live, _op("+", k0, k.index_const(acc.dk_lo)),
+                                                     k.index_const(0), dtype=k.INDEX)), dtype=k.INDEX)
             if not high_ok:
-                hi = k.MathCall("max", (hi, k.Select(live, _op("+", k1, _const(acc.dk_hi)),
+                hi = k.MathCall("max", (hi, k.Select(live, _op("+", k1, k.index_const(acc.dk_hi)),
                                                      nk, dtype=k.INDEX)), dtype=k.INDEX)
         return lo, hi
 
     def jam_levels(self, level_loop: k.Stmt, axis: int, start: k.Expr, stop: k.Expr) -> k.Stmt:
         """Put a loop over ``axis`` in [start, stop) just inside a K loop."""
         assert isinstance(level_loop, k.Loop)
-        inner = k.Loop(self.counters[axis], start, stop, _const(1), level_loop.body,
+        inner = k.Loop(self.counters[axis], start, stop, k.index_const(1), level_loop.body,
                        vectorize=True)
         return dataclasses.replace(level_loop, body=(inner,))
 
@@ -622,7 +614,7 @@ class ComputationLowering(PointLowering):
         conds = []
         for axis in (0, 1):
             lo, hi = self.horizontal_range(axis, st.extent)
-            cv = _sym(self.counters[axis])
+            cv = k.ref(self.counters[axis])
             conds += [k.Op(">=", (cv, lo), dtype=dtypes.BOOL), k.Op("<", (cv, hi),
                                                                    dtype=dtypes.BOOL)]
         cond = conds[0]
@@ -634,8 +626,9 @@ class ComputationLowering(PointLowering):
     def k_loop(kc: k.Symbol, k0: k.Expr, k1: k.Expr, policy: str,
                body: tuple[k.Stmt, ...]) -> k.Stmt:
         if policy == "BACKWARD":
-            return k.Loop(kc, _op("-", k1, _const(1)), _op("-", k0, _const(1)), _const(-1), body)
-        return k.Loop(kc, k0, k1, _const(1), body)
+            one = k.index_const(1)
+            return k.Loop(kc, _op("-", k1, one), _op("-", k0, one), k.index_const(-1), body)
+        return k.Loop(kc, k0, k1, k.index_const(1), body)
 
     def lower_all(self) -> k.KernelFunction:
         sections = tuple(self.columns_group(group) if len(group) > 1 else

@@ -36,9 +36,7 @@ from .computation import (
     AXES,
     ComputationLowering,
     _chained,
-    _const,
     _op,
-    _sym,
     _uses,
     column_groups,
     origin_key,
@@ -257,7 +255,7 @@ class GpuComputationLowering(ComputationLowering):
             dtype = self.dtype_of(name)
             sym = self.ctx.symbol(f"{name}_column", dtype, pointer=True)
             level_stride = self.buffers[name].strides[self.axes[name].index("K")]
-            self.column_pointers[name] = k.Buffer(sym.name, dtype, sym, (_sym(self.domain[2]),),
+            self.column_pointers[name] = k.Buffer(sym.name, dtype, sym, (k.ref(self.domain[2]),),
                                                   (level_stride,))
 
     def buffer(self, name: str) -> k.Buffer:
@@ -265,7 +263,7 @@ class GpuComputationLowering(ComputationLowering):
 
     def index(self, name: str, off: tuple[int, int, int]) -> tuple[k.Expr, ...]:
         if name in self.column_pointers:  # the level, in the thread's own column
-            return (_op("+", _sym(self.counters[2]), _const(off[2])),)
+            return (_op("+", k.ref(self.counters[2]), k.index_const(off[2])),)
         return super().index(name, off)
 
     def column_pointer_decls(self, group: list[tuple[int, MultiStage]]) -> list[k.Stmt]:
@@ -277,8 +275,8 @@ class GpuComputationLowering(ComputationLowering):
         for name, column in self.column_pointers.items():
             if not any(m in members for m, _, _ in _uses(self.sched, name)):
                 continue
-            index = tuple(_op("+", _sym(o), _sym(self.counters[AXES.index(a)]))
-                          if a != "K" else _sym(o)
+            index = tuple(_op("+", k.ref(o), k.ref(self.counters[AXES.index(a)]))
+                          if a != "K" else k.ref(o)
                           for a, o in zip(self.axes[name], self.origins[name]))
             full = self.buffers[name]
             out.append(k.Declare(column.base, k.Address(full, index, dtype=full.element_type)))
@@ -306,7 +304,7 @@ class GpuComputationLowering(ComputationLowering):
         nest: tuple[k.Stmt, ...] = tuple(per_level)
         for axis in reversed([a for a in self.loop_order() if a != 2]):
             start, stop = self.horizontal_range(axis, ext)
-            nest = (k.Loop(self.counters[axis], start, stop, _const(1), nest,
+            nest = (k.Loop(self.counters[axis], start, stop, k.index_const(1), nest,
                            parallel=k.Parallel()),)
         return k.Section(title, nest)
 
@@ -323,7 +321,7 @@ class GpuComputationLowering(ComputationLowering):
                 start, stop = k_range
             else:
                 start, stop = self.horizontal_range(axis, stage.extent)
-            body = (k.Loop(self.counters[axis], start, stop, _const(1), body,
+            body = (k.Loop(self.counters[axis], start, stop, k.index_const(1), body,
                            parallel=k.Parallel()),)
         return body[0]
 
@@ -345,10 +343,10 @@ class GpuComputationLowering(ComputationLowering):
         # the neighbour of the sweep's first level (all carried values share the direction),
         # declared so that an index variant narrows it with the counters
         level = self.ctx.symbol("k_neighbour", k.INDEX)
-        neighbour = _op("-", k0, _const(1)) if policy == "FORWARD" else k1
+        neighbour = _op("-", k0, k.index_const(1)) if policy == "FORWARD" else k1
 
         def at_neighbour(n):
-            return _sym(level) if isinstance(n, k.Sym) and n.symbol == kc else None
+            return k.ref(level) if isinstance(n, k.Sym) and n.symbol == kc else None
 
         body: list[k.Stmt] = [k.Declare(level, neighbour)]
         for name in preloaded:
@@ -372,7 +370,7 @@ class GpuComputationLowering(ComputationLowering):
                 # _carried_in: a register-only temporary is read at offset 0 only after
                 # the level's write; the previous level only before it
                 if off == (0, 0, cv.dk) or cv.only_register and off == (0, 0, 0):
-                    return _sym(reg)
+                    return k.ref(reg)
         return super().expr(e)
 
     def stmts(self, body: tuple[d.Stmt, ...]) -> tuple[k.Stmt, ...]:
@@ -388,5 +386,5 @@ class GpuComputationLowering(ComputationLowering):
             out.append(k.SetSym(reg, self.expr(s.value), loc=s.loc, source=src))
             if not cv.only_register:
                 out.append(k.Store(self.buffer(s.target), self.index(s.target, (0, 0, 0)),
-                                   _sym(reg), loc=s.loc))
+                                   k.ref(reg), loc=s.loc))
         return tuple(out)

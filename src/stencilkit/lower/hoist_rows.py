@@ -251,7 +251,7 @@ def _hoist(loop: k.Loop, pointers: frozenset[str], names: _Names, rows: dict[tup
     return tuple(decls), dataclasses.replace(loop, body=body)
 
 
-_ONE = k.Constant(np.int64(1), dtype=k.INDEX)
+_ONE = k.index_const(1)
 _Term = tuple[int, k.Expr]  # (sign, expression)
 
 
@@ -303,9 +303,9 @@ def _sum(terms: list[_Term], constant: int) -> k.Expr:
         else:
             total = k.Op("+" if sign > 0 else "-", (total, t), dtype=k.INDEX)
     if total is None:
-        return k.Constant(np.int64(constant), dtype=k.INDEX)
+        return k.index_const(constant)
     if constant:
-        c = k.Constant(np.int64(abs(constant)), dtype=k.INDEX)
+        c = k.index_const(abs(constant))
         total = k.Op("+" if constant > 0 else "-", (total, c), dtype=k.INDEX)
     return total
 
@@ -323,6 +323,6 @@ def _displaced(first: k.Expr, offset: int, stride: k.Expr) -> k.Expr:
     elif abs(offset) == 1:
         step = stride
     else:
-        step = k.Op("*", (k.Constant(np.int64(abs(offset)), dtype=k.INDEX), stride),
+        step = k.Op("*", (k.index_const(abs(offset)), stride),
                     dtype=k.INDEX)
     return k.Op("+" if offset > 0 else "-", (first, step), dtype=k.INDEX)

@@ -74,8 +74,8 @@ class KernelLowering(PointLowering):
             if spec.mode is Access.READ:
                 props.add(k.ReadOnly())
             base = self.ctx.user_symbol(p, t, pointer=True, properties=frozenset(props))
-            self.buffers[p] = k.Buffer(p, t, base, tuple(_c(n) for n in shape),
-                                       tuple(_c(s) for s in strides))
+            self.buffers[p] = k.Buffer(p, t, base, tuple(k.index_const(n) for n in shape),
+                                       tuple(k.index_const(s) for s in strides))
 
     def expr(self, e: d.Expr) -> k.Expr:
         if isinstance(e, d.Index):
@@ -90,7 +90,7 @@ class KernelLowering(PointLowering):
             size = int(n.value)  # type: ignore[attr-defined]
             if isinstance(x, d.Const) and isinstance(x.value, int):  # (typing: indices are ints)
                 v = int(x.value)
-                out.append(_c(v + size if v < 0 else v))
+                out.append(k.index_const(v + size if v < 0 else v))
             else:
                 self.uses_error_flag = True
                 out.append(k.Op("wrap_index", (self.expr(x), n), dtype=k.INDEX))
@@ -124,21 +124,13 @@ def loop_function_name(kernel: str) -> str:
 # ---------------------------------------------------------------- the loop over the set
 
 
-def _c(v: int) -> k.Constant:
-    return k.Constant(np.int64(v), dtype=k.INDEX)
-
-
-def _sym(s: k.Symbol) -> k.Sym:
-    return k.Sym(s, dtype=s.dtype)
-
-
 def _mul(a: k.Expr, n: int) -> k.Expr:
-    return a if n == 1 else k.Op("*", (a, _c(n)), dtype=k.INDEX)
+    return a if n == 1 else k.Op("*", (a, k.index_const(n)), dtype=k.INDEX)
 
 
 def _add(*terms: k.Expr) -> k.Expr:
     kept = [t for t in terms if not (isinstance(t, k.Constant) and int(t.value) == 0)]
-    out = kept[0] if kept else _c(0)
+    out = kept[0] if kept else k.index_const(0)
     for t in kept[1:]:
         out = k.Op("+", (out, t), dtype=k.INDEX)
     return out
@@ -192,14 +184,14 @@ class LoopLowering:
         base = self.ctx.symbol(name, dtype, pointer=True, properties=frozenset(props))
         rows = self.ctx.symbol(f"{name}_size", k.INDEX,
                                properties=frozenset({k.ShapeOf(key, 0)}))
-        buf = k.Buffer(key, np.dtype(dtype), base, (_sym(rows),), (_c(1),))
+        buf = k.Buffer(key, np.dtype(dtype), base, (k.ref(rows),), (k.index_const(1),))
         self.buffers.append(buf)
         return buf
 
     def local(self, key: str, dtype: np.dtype, size: int) -> tuple[k.Buffer, k.Stmt]:
         base = self.ctx.symbol(key, dtype, pointer=True)
-        buf = k.Buffer(key, np.dtype(dtype), base, (_c(size),), (_c(1),))
-        return buf, k.DeclareArray(buf, _c(size))
+        buf = k.Buffer(key, np.dtype(dtype), base, (k.index_const(size),), (k.index_const(1),))
+        return buf, k.DeclareArray(buf, k.index_const(size))
 
     def over(self, n: int, *body: k.Stmt) -> tuple[k.Stmt, ...]:
         """``body`` for q < n (``q``: the counter over local arrays)."""
@@ -207,11 +199,11 @@ class LoopLowering:
             return ()
         if n == 1:  # q is 0
             return tuple(rewrite(s, self._q_is_zero) for s in body)
-        return (k.Loop(self.q, _c(0), _c(n), _c(1), body),)
+        return (k.Loop(self.q, k.index_const(0), k.index_const(n), k.index_const(1), body),)
 
     def _q_is_zero(self, x: object) -> k.Expr | None:
         if isinstance(x, k.Sym) and x.symbol == self.q:
-            return _c(0)
+            return k.index_const(0)
         if isinstance(x, k.Op) and x.op == "+" and isinstance(x.args[1], k.Constant) \
                 and int(x.args[1].value) == 0:
             return x.args[0]
@@ -237,21 +229,21 @@ class LoopLowering:
     def argument(self, i: int, s: ArgSpec) -> _Pieces:
         """What argument ``i`` adds before the loop, per element before and after the
         kernel call, and after the loop; and what the kernel gets for it."""
-        e = _sym(self.e)
+        e = k.ref(self.e)
         a = self.array(f"a{i}", s.dtype, read_only=s.mode is Access.READ, what=k.LoopArgument(i))
         if s.kind is ArgKind.DIRECT and not s.mode.reduces and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True, properties=frozenset(
                 {k.ReadOnly()} if s.mode is Access.READ else set()))
-            return _Pieces(_sym(ptr), body=(
+            return _Pieces(k.ref(ptr), body=(
                 k.Declare(ptr, k.Address(a, (_mul(e, s.dim),), dtype=s.dtype)),))
         if s.kind is ArgKind.GLOBAL and s.mode is Access.READ and not self.private:
             ptr = self.ctx.symbol(f"l{i}", s.dtype, pointer=True,
                                   properties=frozenset({k.ReadOnly()}))
-            return _Pieces(_sym(ptr), body=(k.Declare(ptr, _sym(a.base)),))
+            return _Pieces(k.ref(ptr), body=(k.Declare(ptr, k.ref(a.base)),))
         size = s.local_size  # dim; map arity x dim; the matrix block
         decl: k.Stmt
         loc, decl = self.local(f"l{i}", s.dtype, size)
-        q = _sym(self.q)
+        q = k.ref(self.q)
         value = self.load(loc, q)
         if s.kind is ArgKind.DIRECT:  # MIN/MAX: the kernel sees the current value; what it
             at = _add(_mul(e, s.dim), q)  # leaves is reduced into the Dat
@@ -259,10 +251,10 @@ class LoopLowering:
                 back = self.keep(s.mode, a, at, value)
             else:  # private: every mode sees the current values (WRITE keeps unwritten ones)
                 back = () if s.mode is Access.READ else (k.Store(a, (at,), value),)
-            return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(
+            return _Pieces(k.ref(loc.base), body=(decl, *self.over(size, k.Store(
                 loc, (q,), self.load(a, at)))), post=self.over(size, *back))
         if s.kind is ArgKind.GLOBAL and s.mode is Access.READ:  # private: a copy of the Global
-            return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(
+            return _Pieces(k.ref(loc.base), body=(decl, *self.over(size, k.Store(
                 loc, (q,), self.load(a, q)))))
         if s.kind is ArgKind.GLOBAL:
             red, red_decl = self.local(f"r{i}", s.dtype, s.dim)
@@ -275,7 +267,7 @@ class LoopLowering:
             else:
                 (post,) = self.keep(s.mode, red, q, value)
                 after = k.Store(a, (q,), self.load(red, q))
-            return _Pieces(_sym(loc.base), pre=(red_decl, *self.over(size, k.Store(
+            return _Pieces(k.ref(loc.base), pre=(red_decl, *self.over(size, k.Store(
                 red, (q,), init))), body=(decl, *self.over(size, k.Store(loc, (q,), init))),
                 post=self.over(size, post), after=self.over(size, after),
                 reductions=(k.Reduction(op, red, s.dim),))
@@ -286,15 +278,15 @@ class LoopLowering:
             fill: k.Expr = _zero(s.dtype)
         else:
             # entry q / dim of the element's map row (from ``entry`` on), component q % dim
-            ent, comp = (q, _c(0)) if s.dim == 1 else (
-                k.Op("/", (q, _c(s.dim)), dtype=k.INDEX), k.Op("%", (q, _c(s.dim)),
+            ent, comp = (q, k.index_const(0)) if s.dim == 1 else (
+                k.Op("/", (q, k.index_const(s.dim)), dtype=k.INDEX), k.Op("%", (q, k.index_const(s.dim)),
                                                                dtype=k.INDEX))
             first = 0 if s.kind is ArgKind.INDIRECT else s.entry
-            row = k.Convert(self.load(m, _add(_mul(e, s.arity), _c(first), ent)), dtype=k.INDEX)
+            row = k.Convert(self.load(m, _add(_mul(e, s.arity), k.index_const(first), ent)), dtype=k.INDEX)
             at = _add(_mul(row, s.dim), comp)
             gather = s.mode in (Access.READ, Access.RW, Access.MIN, Access.MAX)
             fill = self.load(a, at) if gather else _zero(s.dtype)
-        return _Pieces(_sym(loc.base), body=(decl, *self.over(size, k.Store(loc, (q,), fill))),
+        return _Pieces(k.ref(loc.base), body=(decl, *self.over(size, k.Store(loc, (q,), fill))),
                        post=self.over(size, *self.scatter(s.mode, a, at, value)))
 
     def function(self, pre: tuple[k.Stmt, ...], per_element: tuple[k.Stmt, ...],
@@ -305,12 +297,12 @@ class LoopLowering:
         blocks = self.array("blocks", dtypes.INT64, read_only=True, key=BLOCKS,
                             what=k.BlockList())
         b = self.ctx.symbol("b", k.INDEX)
-        start = self.load(blocks, _mul(_sym(b), 2))
-        stop = self.load(blocks, _add(_mul(_sym(b), 2), _c(1)))
-        elements = k.Loop(self.e, start, stop, _c(1), per_element)
-        several = k.Op(">", (_sym(nblocks), _c(1)), dtype=dtypes.BOOL)
-        over_blocks = k.Loop(b, _c(0), _sym(nblocks), _c(1), (elements,), parallel=k.Parallel(
-            reductions=reductions, only_if=several))
+        start = self.load(blocks, _mul(k.ref(b), 2))
+        stop = self.load(blocks, _add(_mul(k.ref(b), 2), k.index_const(1)))
+        elements = k.Loop(self.e, start, stop, k.index_const(1), per_element)
+        several = k.Op(">", (k.ref(nblocks), k.index_const(1)), dtype=dtypes.BOOL)
+        over_blocks = k.Loop(b, k.index_const(0), k.ref(nblocks), k.index_const(1), (elements,),
+                             parallel=k.Parallel(reductions=reductions, only_if=several))
         body = pre + (over_blocks,) + after
         order: list[k.ArgumentKey] = [NBLOCKS, BLOCKS]
         for i in range(len(self.specs)):

@@ -127,7 +127,7 @@ class PointLowering:
                 return k.Constant(t.type(v), dtype=t)
             case d.Name(id=n):
                 sym = self.scalars.get(n) or self.locals[n]
-                return k.Sym(sym, dtype=sym.dtype)
+                return k.ref(sym)
             case d.Access(field=f, offset=off):
                 buf = self.buffers[f]
                 idx = []
@@ -141,8 +141,7 @@ class PointLowering:
                         lo, hi = self.border[dim]
                         self.uses_error_flag = True
                         shift = k.Op("checked_offset", (
-                            self.expr(o), k.Constant(np.int64(lo), dtype=k.INDEX),
-                            k.Constant(np.int64(hi), dtype=k.INDEX)), dtype=k.INDEX)
+                            self.expr(o), k.index_const(lo), k.index_const(hi)), dtype=k.INDEX)
                     idx.append(self.relative_index(buf, dim, o, _add(centre, shift)))
                 return k.Load(buf, tuple(idx), dtype=t)
             case d.Index(array=array, index=index):
@@ -286,7 +285,7 @@ class PointLowering:
         result = self.locals[RESULT]
         decls = tuple(k.Declare(s, _zero(s.dtype)) for n, s in sorted(self.locals.items()))
         centre = tuple(k.Sym(c, dtype=k.INDEX) for c in self.counters)
-        value: k.Expr = k.Sym(result, dtype=result.dtype)
+        value: k.Expr = k.ref(result)
         if self.out_dtype != result.dtype:
             value = k.Convert(value, dtype=self.out_dtype)
         store = k.Store(out, centre, value)
@@ -297,8 +296,8 @@ class PointLowering:
         out_item = self.out_dtype.itemsize
         for dim in reversed(range(nd)):
             lo, hi = self.border[dim]
-            start = k.Constant(np.int64(-lo), dtype=k.INDEX)
-            stop = _sub(first.shape[dim], k.Constant(np.int64(hi), dtype=k.INDEX))
+            start = k.index_const(-lo)
+            stop = _sub(first.shape[dim], k.index_const(hi))
             if dim == 0 and streamed:
                 inner = inner + (k.StoreFence(),)
             plain = k.Loop(self.counters[dim], start, stop, _one(), inner,
@@ -306,7 +305,7 @@ class PointLowering:
             loop: k.Stmt = plain
             if dim == nd - 1 and streamed:
                 loop = k.StreamedRow(plain, out, STREAM_CHUNK, _cmp(
-                    ">=", k.Sym(work, dtype=k.INDEX), _index(-(-stream_min_bytes() // out_item))))
+                    ">=", k.Sym(work, dtype=k.INDEX), k.index_const(-(-stream_min_bytes() // out_item))))
             inner = (loop,)
             if dim == nd - 1 and self.modes[dim] != "constant":
                 # the row's two border strips, next to the unchanged loop (in cache)
@@ -347,7 +346,7 @@ class PointLowering:
         nd = self.kernel.ndim
         constant = [m == "constant" for m in self.modes]
         counters = [self.ctx.symbol(f"b{dim}", k.INDEX) for dim in range(nd)]
-        value = k.Sym(cval, dtype=cval.dtype)
+        value = k.ref(cval)
         last = nd - 1
         lo, hi = self.border[last]
         n_last = first.shape[last]
@@ -357,11 +356,11 @@ class PointLowering:
                 idx = tuple(k.Sym(c, dtype=k.INDEX) for c in counters)
                 return k.Loop(counters[last], start, stop, _one(),
                               (k.Store(out, idx, value),), vectorize=True)
-            zero = k.Constant(np.int64(0), dtype=k.INDEX)
+            zero = k.index_const(0)
             if whole:
                 return (fill(zero, n_last),)
-            head_end = _min(k.Constant(np.int64(-lo), dtype=k.INDEX), n_last)
-            tail_start = _max(head_end, _sub(n_last, k.Constant(np.int64(hi), dtype=k.INDEX)))
+            head_end = _min(k.index_const(-lo), n_last)
+            tail_start = _max(head_end, _sub(n_last, k.index_const(hi)))
             return (fill(zero, head_end), fill(tail_start, n_last))
 
         if nd == 1:
@@ -372,7 +371,7 @@ class PointLowering:
         if not any(constant[:last]):
             nest: tuple[k.Stmt, ...] = partial
             for dim in reversed(range(last)):
-                nest = (k.Loop(counters[dim], k.Constant(np.int64(0), dtype=k.INDEX),
+                nest = (k.Loop(counters[dim], k.index_const(0),
                                first.shape[dim], _one(), nest,
                                parallel=par if dim == 0 else None),)
             return nest
@@ -383,14 +382,14 @@ class PointLowering:
             lo_d, hi_d = self.border[dim]
             c = k.Sym(counters[dim], dtype=k.INDEX)
             cond = k.Op("&&", (
-                k.Op(">=", (c, k.Constant(np.int64(-lo_d), dtype=k.INDEX)), dtype=dtypes.BOOL),
-                k.Op("<", (c, _sub(first.shape[dim], k.Constant(np.int64(hi_d), dtype=k.INDEX))),
+                k.Op(">=", (c, k.index_const(-lo_d)), dtype=dtypes.BOOL),
+                k.Op("<", (c, _sub(first.shape[dim], k.index_const(hi_d))),
                      dtype=dtypes.BOOL)), dtype=dtypes.BOOL)
             inside = cond if inside is None else k.Op("&&", (inside, cond), dtype=dtypes.BOOL)
         assert inside is not None  # some outer axis is constant (else returned above)
         nest = (k.Branch(inside, partial, row(True)),)
         for dim in reversed(range(nd - 1)):
-            nest = (k.Loop(counters[dim], k.Constant(np.int64(0), dtype=k.INDEX),
+            nest = (k.Loop(counters[dim], k.index_const(0),
                            first.shape[dim], _one(), nest, parallel=par if dim == 0 else None),)
         return nest
 
@@ -427,7 +426,7 @@ class PointLowering:
             self.counters, self.remapped = saved, None
         result = self.locals[RESULT]
         decls = tuple(k.Declare(s, _zero(s.dtype)) for n, s in sorted(self.locals.items()))
-        value: k.Expr = k.Sym(result, dtype=result.dtype)
+        value: k.Expr = k.ref(result)
         if self.out_dtype != result.dtype:
             value = k.Convert(value, dtype=self.out_dtype)
         store = k.Store(out, tuple(k.Sym(c, dtype=k.INDEX) for c in counters), value)
@@ -452,10 +451,10 @@ class PointLowering:
         tail = self.ctx.symbol("tail", k.INDEX)
         t = self.ctx.symbol("t", k.INDEX)
         hs, ts, tv = (k.Sym(x, dtype=k.INDEX) for x in (head, tail, t))
-        head_end = _min(_index(-lo), n_last)
+        head_end = _min(k.index_const(-lo), n_last)
         return (k.Declare(head, head_end),
-                k.Declare(tail, _max(hs, _sub(n_last, _index(hi)))),
-                k.Loop(t, _index(0), k.Op("+", (hs, _sub(n_last, ts)), dtype=k.INDEX), _one(), (
+                k.Declare(tail, _max(hs, _sub(n_last, k.index_const(hi)))),
+                k.Loop(t, k.index_const(0), k.Op("+", (hs, _sub(n_last, ts)), dtype=k.INDEX), _one(), (
                     k.Declare(position, k.Select(_cmp("<", tv, hs), tv, _add(_sub(tv, hs), ts),
                                                  dtype=k.INDEX)),
                     *remaps(last), *body)))
@@ -479,29 +478,29 @@ class PointLowering:
             c = k.Sym(counters[dim], dtype=k.INDEX)
             lo_d, hi_d = self.border[dim]
             if dim in remapping:
-                cond = k.Op("||", (_cmp("<", c, _index(-lo_d)),
-                                   _cmp(">=", c, _sub(first.shape[dim], _index(hi_d)))),
+                cond = k.Op("||", (_cmp("<", c, k.index_const(-lo_d)),
+                                   _cmp(">=", c, _sub(first.shape[dim], k.index_const(hi_d)))),
                             dtype=dtypes.BOOL)
                 outside = cond if outside is None else k.Op("||", (outside, cond),
                                                             dtype=dtypes.BOOL)
             else:
-                cond = k.Op("&&", (_cmp(">=", c, _index(-lo_d)),
-                                   _cmp("<", c, _sub(first.shape[dim], _index(hi_d)))),
+                cond = k.Op("&&", (_cmp(">=", c, k.index_const(-lo_d)),
+                                   _cmp("<", c, _sub(first.shape[dim], k.index_const(hi_d)))),
                             dtype=dtypes.BOOL)
                 inside = cond if inside is None else k.Op("&&", (inside, cond),
                                                           dtype=dtypes.BOOL)
         assert outside is not None
         where = outside if inside is None else k.Op("&&", (inside, outside), dtype=dtypes.BOOL)
         lo_l, hi_l = self.border[last]
-        row = (_index(0), first.shape[last]) if last in remapping else (
-            _index(-lo_l), _sub(first.shape[last], _index(hi_l)))
+        row = (k.index_const(0), first.shape[last]) if last in remapping else (
+            k.index_const(-lo_l), _sub(first.shape[last], k.index_const(hi_l)))
         nest: tuple[k.Stmt, ...] = (k.Branch(where, (
             k.Loop(counters[last], row[0], row[1], _one(), remaps(last) + body),)),)
         # Parallel from 3-D on: in 2-D these are a few rows, less work than waking the
         # threads for a second parallel region (jacobi2d 4096^2 on 2 busy cores measured
         # 1.24-1.31x the constant-mode time with a parallel loop here).
         for dim in reversed(range(last)):
-            nest = (k.Loop(counters[dim], _index(0), first.shape[dim], _one(),
+            nest = (k.Loop(counters[dim], k.index_const(0), first.shape[dim], _one(),
                            remaps(dim) + nest, parallel=par if dim == 0 and nd >= 3 else None),)
         return k.Section(f"border rows: mode {self.mode!r}, reads remapped into their arrays"
                          " along the remapped axes", nest)
@@ -527,7 +526,7 @@ def remap_index(mode: str, j: k.Expr, n: k.Expr) -> k.Expr:
     ``np.pad``'s "edge", "symmetric", "reflect" and "wrap" repeated to any distance (a
     period of 2n, 2n - 2 and n). Built from plain operators (the conditional evaluates one
     arm, so the divisions run only outside the array), so every printer of kernel IR has it."""
-    zero, one = _index(0), _one()
+    zero, one = k.index_const(0), _one()
     if mode == "nearest":
         return k.Select(_cmp("<", j, zero), zero,
                         k.Select(_cmp("<", j, n), j, _sub(n, one), dtype=k.INDEX), dtype=k.INDEX)
@@ -540,7 +539,7 @@ def remap_index(mode: str, j: k.Expr, n: k.Expr) -> k.Expr:
         folded = k.Select(_cmp("<", m, n), m, _sub(_sub(period, one), m), dtype=k.INDEX)
         return k.Select(inside, j, folded, dtype=k.INDEX)
     if mode == "mirror":  # ... 2 1 | 0 1 ... n-1 | n-2 n-3 ...; one element: always 0
-        period = _sub(k.Op("+", (n, n), dtype=k.INDEX), _index(2))
+        period = _sub(k.Op("+", (n, n), dtype=k.INDEX), k.index_const(2))
         m = k.Op("mod", (j, period), dtype=k.INDEX)
         folded = k.Select(_cmp("<", m, n), m, _sub(period, m), dtype=k.INDEX)
         return k.Select(inside, j, k.Select(_cmp("==", n, one), zero, folded, dtype=k.INDEX),
@@ -573,11 +572,7 @@ def _zero(t: np.dtype) -> k.Constant:
 
 
 def _one() -> k.Constant:
-    return k.Constant(np.int64(1), dtype=k.INDEX)
-
-
-def _index(v: int) -> k.Constant:
-    return k.Constant(np.int64(v), dtype=k.INDEX)
+    return k.index_const(1)
 
 
 def _cmp(op: str, a: k.Expr, b: k.Expr) -> k.Expr:
@@ -592,7 +587,7 @@ def _add(a: k.Expr, b: k.Expr) -> k.Expr:
     if isinstance(b, k.Constant) and b.value == 0:
         return a
     if isinstance(b, k.Constant) and int(b.value) < 0:  # an index: an integer
-        return k.Op("-", (a, k.Constant(np.int64(-int(b.value)), dtype=k.INDEX)), dtype=k.INDEX)
+        return k.Op("-", (a, k.index_const(-int(b.value))), dtype=k.INDEX)
     return k.Op("+", (a, b), dtype=k.INDEX)
 
 

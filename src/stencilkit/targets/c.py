@@ -164,7 +164,7 @@ class CPlatform(Platform):
         differs."""
         loop, out = s.loop, s.buffer
         t = out.element_type
-        size = k.Constant(np.int64(t.itemsize), dtype=k.INDEX)
+        size = k.index_const(t.itemsize)
 
         def sym(symbol: k.Symbol) -> k.Sym:
             return k.Sym(symbol, dtype=k.INDEX)
@@ -179,12 +179,12 @@ class CPlatform(Platform):
 
         lines_start, lines_stop = k.Symbol("sk_lines", k.INDEX), k.Symbol("sk_lines_end", k.INDEX)
         edge, lo, hi = (k.Symbol(n, k.INDEX) for n in ("sk_edge", "sk_lo", "sk_hi"))
-        first_edge = k.Op("==", (sym(edge), k.Constant(np.int64(0), dtype=k.INDEX)),
+        first_edge = k.Op("==", (sym(edge), k.index_const(0)),
                           dtype=dtypes.BOOL)
         # the partial lines before and after the whole ones: one loop, run twice
-        edges = k.Loop(edge, k.Constant(np.int64(0), dtype=k.INDEX),
-                       k.Constant(np.int64(2), dtype=k.INDEX),
-                       k.Constant(np.int64(1), dtype=k.INDEX), (
+        edges = k.Loop(edge, k.index_const(0),
+                       k.index_const(2),
+                       k.index_const(1), (
             k.Declare(lo, k.Select(first_edge, loop.start, sym(lines_stop), dtype=k.INDEX)),
             k.Declare(hi, k.Select(first_edge, sym(lines_start), loop.stop, dtype=k.INDEX)),
             *self.stmt(dataclasses.replace(loop, start=sym(lo), stop=sym(hi)), kf)))
@@ -194,8 +194,8 @@ class CPlatform(Platform):
         # on a line boundary, as the lines it is copied to: whole-line loads
         row = k.Buffer("sk_row", t, k.Symbol("sk_row", t, pointer=True,
                                              properties=frozenset({k.Alignment(64)})),
-                       (k.Constant(np.int64(s.chunk), dtype=k.INDEX),),
-                       (k.Constant(np.int64(1), dtype=k.INDEX),))
+                       (k.index_const(s.chunk),),
+                       (k.index_const(1),))
         counter = k.Sym(loop.counter, dtype=k.INDEX)
 
         def to_row(n: Node) -> Node | None:
@@ -210,7 +210,7 @@ class CPlatform(Platform):
         copy = k.Evaluate(k.CCall("sk_stream_copy", (
             address(sym(start)), k.Sym(row.base, dtype=t), nbytes), dtype=k.STATUS))
         chunk_end = index_call("sk_stream_chunk_end", sym(start), sym(lines_stop),
-                               k.Constant(np.int64(s.chunk), dtype=k.INDEX))
+                               k.index_const(s.chunk))
         chunks = k.WhileLoop(k.Op("<", (sym(start), sym(lines_stop)), dtype=dtypes.BOOL), (
             k.Declare(stop, chunk_end), *self.stmt(chunk_loop, kf), copy,
             k.SetSym(start, sym(stop))))

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from .. import dtypes
 from ..ir import kernel as k
 from ..ir.core import Node, walk
@@ -56,9 +54,9 @@ class CudaPlatform(GpuPlatform):
             sym = dataclasses.replace(b.base, name=b.base.name + "_private")
             priv = dataclasses.replace(b, base=sym)
             renamed[b.base.name] = priv
-            pre.append(k.DeclareArray(priv, k.Constant(np.int64(r.size), dtype=k.INDEX)))
+            pre.append(k.DeclareArray(priv, k.index_const(r.size)))
             for q in range(r.size):
-                idx = (k.Constant(np.int64(q), dtype=k.INDEX),)
+                idx = (k.index_const(q),)
                 pre.append(k.Store(priv, idx, identity(r.op, b.element_type)))
                 value = k.Load(priv, idx, dtype=b.element_type)
                 combine = k.Evaluate(atomic_call(
@@ -67,7 +65,7 @@ class CudaPlatform(GpuPlatform):
                 post.append(k.Store(priv, idx, k.CCall(f"sk_warp_{_WARP_OPS[r.op]}", (value,),
                                                        dtype=b.element_type)))
                 post.append(k.Branch(k.Op("==", (k.CCall("sk_lane", (), dtype=k.INDEX),
-                                                 k.Constant(np.int64(0), dtype=k.INDEX)),
+                                                 k.index_const(0)),
                                           dtype=dtypes.BOOL), (combine,)))
         return Reduced(tuple(pre), privatized(body, renamed), tuple(post))
 

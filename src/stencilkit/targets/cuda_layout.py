@@ -173,7 +173,7 @@ def _with_inner_body(s: k.Stmt, body: tuple[k.Stmt, ...]) -> k.Stmt:
 def specialize(kf: k.KernelFunction, variant: Variant) -> k.KernelFunction:
     """``kf`` with the unit strides of ``variant`` as constants and, if it is ``narrow``, its
     index parameters and internal loop counters declared 32-bit."""
-    one = k.Constant(np.int64(1), dtype=k.INDEX)
+    one = k.index_const(1)
     constant: dict[str, k.Expr] = {}
     retyped: dict[str, k.Symbol] = {}
     for p in kf.params:

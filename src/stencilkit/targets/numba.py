@@ -44,27 +44,19 @@ from .base import Platform
 PRANGE = k.Pragma(("prange",))
 
 
-def _c(v: int) -> k.Constant:
-    return k.Constant(np.int64(v), dtype=k.INDEX)
-
-
-def _sym(s: k.Symbol) -> k.Sym:
-    return k.Sym(s, dtype=s.dtype)
-
-
 def _op(op: str, a: k.Expr, b: k.Expr, t: np.dtype = k.INDEX) -> k.Expr:
     """``a op b``, folded where an index operand is a constant 0 or 1 (or both constant)."""
     if t == k.INDEX and op in "+-*":
         ca = int(a.value) if isinstance(a, k.Constant) else None
         cb = int(b.value) if isinstance(b, k.Constant) else None
         if ca is not None and cb is not None:
-            return _c(ca + cb if op == "+" else ca - cb if op == "-" else ca * cb)
+            return k.index_const(ca + cb if op == "+" else ca - cb if op == "-" else ca * cb)
         if cb == 0 and op in "+-" or cb == 1 and op == "*":
             return a
         if ca == 0 and op == "+" or ca == 1 and op == "*":
             return b
         if (ca == 0 or cb == 0) and op == "*":
-            return _c(0)
+            return k.index_const(0)
     return k.Op(op, (a, b), dtype=t)
 
 
@@ -123,21 +115,21 @@ class NumbaPlatform(Platform):
     def set_error(self, code: int, kf: k.KernelFunction, s: k.SetError) -> tuple[k.Stmt, ...]:
         buf = self._status_buffer
         assert buf is not None, f"{kf.name} sets an error but has no status"
-        return (k.Store(buf, (_c(0),), k.Constant(np.int32(code), dtype=k.STATUS), loc=s.loc,
+        return (k.Store(buf, (k.index_const(0),), k.Constant(np.int32(code), dtype=k.STATUS), loc=s.loc,
                         source=s.source),)
 
     def error_prologue(self, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         buf = self._status_buffer
         if buf is None or kf.internal:  # an internal function's status is its caller's
             return ()
-        return (k.DeclareArray(buf, _c(1)),
-                k.Store(buf, (_c(0),), k.Constant(np.int32(0), dtype=k.STATUS)))
+        return (k.DeclareArray(buf, k.index_const(1)),
+                k.Store(buf, (k.index_const(0),), k.Constant(np.int32(0), dtype=k.STATUS)))
 
     def error_epilogue(self, kf: k.KernelFunction) -> tuple[k.Stmt, ...]:
         buf = self._status_buffer
         if buf is None:
             return (k.Return(k.Constant(np.int32(0), dtype=k.STATUS)),)
-        return (k.Return(k.Load(buf, (_c(0),), dtype=k.STATUS)),)
+        return (k.Return(k.Load(buf, (k.index_const(0),), dtype=k.STATUS)),)
 
 
 def needs_status(kf: k.KernelFunction) -> bool:
@@ -156,7 +148,7 @@ def _status_buffer(kf: k.KernelFunction) -> k.Buffer:
     replaces)."""
     assert kf.status is not None
     base = k.Symbol(kf.status.name, k.STATUS, pointer=True)
-    return k.Buffer(kf.status.name, k.STATUS, base, (_c(1),), (_c(1),))
+    return k.Buffer(kf.status.name, k.STATUS, base, (k.index_const(1),), (k.index_const(1),))
 
 
 # ---------------------------------------------------------------- reductions
@@ -171,8 +163,8 @@ def _partials(r: k.Reduction, loop: k.Loop
     stem = red.base.name
     trips = _op("-", loop.stop, loop.start)  # the loops of lowerings step by 1
     base = k.Symbol(f"{stem}_partials", t, pointer=True)
-    size = _c(r.size)
-    part = k.Buffer(base.name, t, base, (_op("*", trips, size),), (_c(1),))
+    size = k.index_const(r.size)
+    part = k.Buffer(base.name, t, base, (_op("*", trips, size),), (k.index_const(1),))
     w = k.Symbol(f"{stem}_w", k.INDEX)
     q = k.Symbol(f"{stem}_q", k.INDEX)
 
@@ -182,10 +174,10 @@ def _partials(r: k.Reduction, loop: k.Loop
     def shared(i: k.Expr) -> k.Load:
         return k.Load(red, (i,), dtype=t)
 
-    init = (k.Constant(t.type(0), dtype=t) if r.op == "+" else shared(_sym(q)))
-    fill = k.Loop(w, _c(0), trips, _c(1), (
-        k.Loop(q, _c(0), size, _c(1), (k.Store(part, at(_sym(w), _sym(q)), init),)),))
-    row = _op("-", _sym(loop.counter), loop.start)
+    init = (k.Constant(t.type(0), dtype=t) if r.op == "+" else shared(k.ref(q)))
+    fill = k.Loop(w, k.index_const(0), trips, k.index_const(1), (
+        k.Loop(q, k.index_const(0), size, k.index_const(1), (k.Store(part, at(k.ref(w), k.ref(q)), init),)),))
+    row = _op("-", k.ref(loop.counter), loop.start)
 
     def redirect(node: Node) -> Node | None:
         match node:
@@ -196,13 +188,14 @@ def _partials(r: k.Reduction, loop: k.Loop
         return None
 
     body = tuple(rewrite(s, redirect) for s in loop.body)
-    value = k.Load(part, at(_sym(w), _sym(q)), dtype=t)
+    value = k.Load(part, at(k.ref(w), k.ref(q)), dtype=t)
     if r.op == "+":
-        combine: k.Stmt = k.Store(red, (_sym(q),), _op("+", shared(_sym(q)), value, t))
+        combine: k.Stmt = k.Store(red, (k.ref(q),), _op("+", shared(k.ref(q)), value, t))
     else:
-        better = _op("<" if r.op == "min" else ">", value, shared(_sym(q)), dtypes.BOOL)
-        combine = k.Branch(better, (k.Store(red, (_sym(q),), value),))
-    fold = k.Loop(w, _c(0), trips, _c(1), (k.Loop(q, _c(0), size, _c(1), (combine,)),))
+        better = _op("<" if r.op == "min" else ">", value, shared(k.ref(q)), dtypes.BOOL)
+        combine = k.Branch(better, (k.Store(red, (k.ref(q),), value),))
+    zero, one = k.index_const(0), k.index_const(1)
+    fold = k.Loop(w, zero, trips, one, (k.Loop(q, zero, size, one, (combine,)),))
     return ([k.DeclareArray(part, part.shape[0]), fill], dataclasses.replace(loop, body=body),
             [fold])
 
@@ -224,7 +217,7 @@ def flatten_local_buffers(kf: k.KernelFunction) -> k.KernelFunction:
             size: k.Expr = b.shape[0]
             for n in b.shape[1:]:
                 size = _op("*", size, n)
-            flat[b] = k.Buffer(b.name, b.element_type, b.base, (size,), (_c(1),))
+            flat[b] = k.Buffer(b.name, b.element_type, b.base, (size,), (k.index_const(1),))
         return flat[b]
 
     def offset(b: k.Buffer, idx: tuple[k.Expr, ...]) -> tuple[k.Expr]:

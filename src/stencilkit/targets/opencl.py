@@ -154,10 +154,6 @@ def atomic_add_supported(t: np.dtype) -> bool:
 
 
 
-def _c(v: int) -> k.Constant:
-    return k.Constant(np.int64(v), dtype=k.INDEX)
-
-
 def _fold(op: str, buf: k.Buffer, at: k.Expr, other: k.Buffer, at_other: k.Expr) -> k.Stmt:
     """``buf[at] = buf[at] op other[at_other]`` (min/max: keep the smaller/larger, as the
     lowering's own MIN/MAX updates do)."""
@@ -202,26 +198,28 @@ def _privatize(body: tuple[k.Stmt, ...], reductions: tuple[k.Reduction, ...], la
         part = Partial(k.Symbol(f"{stem}_partial", t, pointer=True), local_sym,
                        k.Symbol(f"{stem}_groups", k.INDEX), n)
         partials.append(part)
-        w = k.Buffer(local_sym.name, t, local_sym, (_c(0),), (_c(1),))
-        p = k.Buffer(part.buffer.name, t, part.buffer, (_c(0),), (_c(1),))
-        pre.append(k.DeclareArray(priv, _c(n)))
+        w = k.Buffer(local_sym.name, t, local_sym, (k.index_const(0),), (k.index_const(1),))
+        p = k.Buffer(part.buffer.name, t, part.buffer, (k.index_const(0),), (k.index_const(1),))
+        pre.append(k.DeclareArray(priv, k.index_const(n)))
         group = _work_item("get_group_id")
         for q in range(n):
-            pre.append(k.Store(priv, (_c(q),), identity(r.op, t)))
-            mine = k.Op("+", (k.Op("*", (me, _c(n)), dtype=k.INDEX), _c(q)), dtype=k.INDEX)
-            theirs = k.Op("+", (k.Op("*", (k.Op("+", (me, other), dtype=k.INDEX), _c(n)),
-                                      dtype=k.INDEX), _c(q)), dtype=k.INDEX)
-            stage.append(k.Store(w, (mine,), k.Load(priv, (_c(q),), dtype=t)))
+            pre.append(k.Store(priv, (k.index_const(q),), identity(r.op, t)))
+            mine = k.Op("+", (k.Op("*", (me, k.index_const(n)), dtype=k.INDEX), k.index_const(q)),
+                        dtype=k.INDEX)
+            theirs = k.Op("+", (k.Op("*", (k.Op("+", (me, other), dtype=k.INDEX), k.index_const(n)),
+                                      dtype=k.INDEX), k.index_const(q)), dtype=k.INDEX)
+            stage.append(k.Store(w, (mine,), k.Load(priv, (k.index_const(q),), dtype=t)))
             tree.append(_fold(r.op, w, mine, w, theirs))
-            at = k.Op("+", (k.Op("*", (group, _c(n)), dtype=k.INDEX), _c(q)), dtype=k.INDEX)
-            out.append(k.Store(p, (at,), k.Load(w, (_c(q),), dtype=t)))
-    half = k.Op("/", (_work_item("get_local_size"), _c(2)), dtype=k.INDEX)
+            at = k.Op("+", (k.Op("*", (group, k.index_const(n)), dtype=k.INDEX), k.index_const(q)),
+                      dtype=k.INDEX)
+            out.append(k.Store(p, (at,), k.Load(w, (k.index_const(q),), dtype=t)))
+    half = k.Op("/", (_work_item("get_local_size"), k.index_const(2)), dtype=k.INDEX)
     post = (k.Declare(lid, _work_item("get_local_id")), *stage, _BARRIER,
             k.Declare(span, half),
-            k.WhileLoop(k.Op(">", (other, _c(0)), dtype=dtypes.BOOL), (
+            k.WhileLoop(k.Op(">", (other, k.index_const(0)), dtype=dtypes.BOOL), (
                 k.Branch(k.Op("<", (me, other), dtype=dtypes.BOOL), tuple(tree)), _BARRIER,
-                k.SetSym(span, k.Op("/", (other, _c(2)), dtype=k.INDEX)))),
-            k.Branch(k.Op("==", (me, _c(0)), dtype=dtypes.BOOL), tuple(out)))
+                k.SetSym(span, k.Op("/", (other, k.index_const(2)), dtype=k.INDEX)))),
+            k.Branch(k.Op("==", (me, k.index_const(0)), dtype=dtypes.BOOL), tuple(out)))
     return tuple(pre), privatized(body, renamed), post, tuple(partials)
 
 
@@ -232,9 +230,9 @@ def _combine(reductions: tuple[k.Reduction, ...], partials: tuple[Partial, ...]
     for r, part in zip(reductions, partials):
         t, n = r.buffer.element_type, r.size
         g = k.Symbol(f"{r.buffer.base.name}_g", k.INDEX)
-        p = k.Buffer(part.buffer.name, t, part.buffer, (_c(0),), (_c(1),))
-        fold = tuple(_fold(r.op, r.buffer, _c(q), p, k.Op("+", (k.Op(
-            "*", (k.Sym(g, dtype=k.INDEX), _c(n)), dtype=k.INDEX), _c(q)), dtype=k.INDEX))
-            for q in range(n))
-        out.append(k.Loop(g, _c(0), k.Sym(part.groups, dtype=k.INDEX), _c(1), fold))
+        p = k.Buffer(part.buffer.name, t, part.buffer, (k.index_const(0),), (k.index_const(1),))
+        fold = tuple(_fold(r.op, r.buffer, k.index_const(q), p, k.Op("+", (k.Op(
+            "*", (k.ref(g), k.index_const(n)), dtype=k.INDEX), k.index_const(q)),
+            dtype=k.INDEX)) for q in range(n))
+        out.append(k.Loop(g, k.index_const(0), k.Sym(part.groups, dtype=k.INDEX), k.index_const(1), fold))
     return tuple(out)
