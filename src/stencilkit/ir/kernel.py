@@ -413,13 +413,17 @@ class Parallel(Node):
     implicit barrier follows it) instead of starting threads of its own; ``serial_copy``:
     below ``only_if`` a target may run a serial copy of the loop (compiled twice, for
     kernels whose calls are often short) instead of testing the condition where the team
-    would start."""
+    would start; ``collapse``: this loop and the ``collapse - 1`` loops nested directly in
+    it (each the only statement of its parent's body, bounds independent of the outer
+    counters) share out their iterations as one space (OpenMP's ``collapse``; a target
+    without it runs only this loop in parallel)."""
 
     schedule: str = "static"
     reductions: tuple[Reduction, ...] = ()
     only_if: Expr | None = None
     shared: bool = False
     serial_copy: bool = True
+    collapse: int = 1
 
 
 @dataclass(frozen=True, slots=True)

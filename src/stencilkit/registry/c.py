@@ -137,7 +137,7 @@ def lower_computation(req: ComputationRequest, work: Work) -> Work:
     layout = layout_of(req.fields, req.defn)
     lowering = ComputationLowering(req.defn, req.sched, layout, req.src, stage_columns=True,
                                    column_block=tuning.current_variant().column_block
-                                   or COLUMN_BLOCK)
+                                   or COLUMN_BLOCK, levels_outermost=True)
     return work.but(kernels=(lowering.lower_all(),),
                     facts={"lowering": lowering, "layout": layout})
 

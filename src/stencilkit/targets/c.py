@@ -84,7 +84,7 @@ class CPlatform(Platform):
         par = loop.parallel
         assert par is not None
         parts: list[str | k.Expr] = ["omp for" if par.shared else "omp parallel for",
-                                     f" schedule({self._schedule(par)})"]
+                                     self._collapse(par), f" schedule({self._schedule(par)})"]
         for r in par.reductions:
             parts += [f" reduction({r.op}: ", k.Sym(r.buffer.base, dtype=r.buffer.element_type),
                       f"[:{r.size}])"]
@@ -106,7 +106,8 @@ class CPlatform(Platform):
         if par.only_if is not None:
             region += [" if(", par.only_if, ")"]
         return (k.Pragma((*region, team)), k.Block((
-            k.Pragma((f"omp for schedule({self._schedule(par)}) nowait",)), hoisted, *fence),
+            k.Pragma((f"omp for{self._collapse(par)} schedule({self._schedule(par)}) nowait",)),
+            hoisted, *fence),
             loc=loop.loc))
 
     def parallel_region(self, region: k.ParallelRegion) -> tuple[k.Stmt, ...]:
@@ -124,6 +125,10 @@ class CPlatform(Platform):
     # are combined per thread, so another team size, or another dealing of iterations,
     # would add them in another order. Elsewhere every iteration computes the same values
     # whichever thread runs it (bit-identical, tests/test_tuning_knobs.py).
+
+    @staticmethod
+    def _collapse(par: k.Parallel) -> str:
+        return f" collapse({par.collapse})" if par.collapse > 1 else ""
 
     def _schedule(self, par: k.Parallel) -> str:
         chunk = self.knobs.schedule_chunk
