@@ -88,6 +88,7 @@ def _bad_kernels() -> dict[Rule, k.KernelFunction]:
                        read_only=False, user=False)
     bad_name = dataclasses.replace(kit.t, name="x@y")
     acc = ctx.symbol("acc", F64)
+    inner = ctx.symbol("q", I64)
     return {
         # a symbol used outside its scope: t is declared in the loop, read after it
         Rule.UNDEFINED: kit.kernel(kit.loop(k.Declare(kit.t, kit.load())),
@@ -110,6 +111,13 @@ def _bad_kernels() -> dict[Rule, k.KernelFunction]:
         Rule.ERROR_CHANNEL: kit.kernel(kit.loop(k.SetError(k.STATUS_INDEX))),
         Rule.BUFFER_RANK: kit.kernel(kit.loop(kit.store(
             k.Load(kit.inp, (sym(kit.i), sym(kit.i)), dtype=F64)))),
+        # collapse(2) over a loop whose body is not one loop
+        Rule.COLLAPSE: kit.kernel(kit.loop(kit.store(kit.load()),
+                                           parallel=k.Parallel(collapse=2))),
+        # collapse(2) over a triangular nest: the inner bound is the outer counter
+        "triangular collapse": kit.kernel(kit.loop(
+            k.Loop(inner, c64(0), sym(kit.i), c64(1), (kit.store(kit.load()),)),
+            parallel=k.Parallel(collapse=2))),
         # (ABSTRACT_LEFT below: it needs platform_lowered=True)
         "race on a local array": kit.kernel(
             k.DeclareArray(local, c64(4)),
@@ -128,7 +136,8 @@ def _bad_kernels() -> dict[Rule, k.KernelFunction]:
 
 RULE_OF = {"race on a local array": Rule.RACE, "loop bound": Rule.INDEX_TYPE,
            "undefined loop bound": Rule.UNDEFINED, "bad status code": Rule.ERROR_CHANNEL,
-           "select condition": Rule.CONDITION, "select of undeclared": Rule.UNDEFINED}
+           "select condition": Rule.CONDITION, "select of undeclared": Rule.UNDEFINED,
+           "triangular collapse": Rule.COLLAPSE}
 
 
 def test_each_rule_rejects_its_malformed_kernel():

@@ -42,6 +42,8 @@ class KernelTextPrinter(CFamilyPrinter):
         par = s.parallel
         if par is not None:
             what = ["shared" if par.shared else "parallel", f"schedule({par.schedule})"]
+            if par.collapse > 1:
+                what.append(f"collapse({par.collapse})")
             what += [f"reduction({r.op}: {r.buffer.base.name}[:{r.size}])"
                      for r in par.reductions]
             if par.only_if is not None:

@@ -117,6 +117,8 @@ class Rule(enum.Enum):
     ABSTRACT_LEFT = "platform-lowered IR holds no abstract node"
     ERROR_CHANNEL = "SetError codes are STATUS_* codes of a kernel with uses_error_flag"
     BUFFER_RANK = "a buffer is indexed with one index per dimension"
+    COLLAPSE = "a parallel loop collapsed with the next n - 1 holds each of them as the " \
+               "only statement of its parent, their bounds free of the outer counters"
 
 
 class KernelIRError(AssertionError):
@@ -345,6 +347,21 @@ class _Checker:
             case _:
                 self.require(False, Rule.UNDEFINED, where, f"unknown statement {type(s).__name__}")
 
+    def collapsed(self, s: Loop, depth: int, where: Where) -> None:
+        """OpenMP's rule for ``collapse(depth)``: a perfect, rectangular nest."""
+        outer, loop = [s.counter], s
+        for _ in range(depth - 1):
+            inner = loop.body[0] if len(loop.body) == 1 else None
+            self.require(isinstance(inner, Loop), Rule.COLLAPSE, where,
+                         f"the body of loop {loop.counter.name!r} is not one loop")
+            assert isinstance(inner, Loop)
+            used = {n.symbol for e in (inner.start, inner.stop, inner.step) for n in walk(e)
+                    if isinstance(n, Sym)}
+            self.require(not used & set(outer), Rule.COLLAPSE, where,
+                         f"the bounds of loop {inner.counter.name!r} use an outer counter")
+            outer.append(inner.counter)
+            loop = inner
+
     def loop(self, s: Loop, where: Where) -> None:
         for e in (s.start, s.stop, s.step):
             self.expr(e, where)
@@ -360,6 +377,7 @@ class _Checker:
                 self.condition(s.parallel.only_if, where)
             for r in s.parallel.reductions:
                 self.use(r.buffer.base, where)
+            self.collapsed(s, s.parallel.collapse, where)
         parallel = s.parallel is not None and not s.parallel.shared
         if parallel:
             self.parallel_level += 1
