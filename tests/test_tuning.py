@@ -463,25 +463,21 @@ def test_a_computations_candidates_write_copies_and_share_what_they_only_read(
     assert np.allclose(f[-1], expected[-1], rtol=1e-13)
 
 
-def test_the_chosen_variant_is_the_calls_entry_and_callers_out_is_untouched(
+def test_the_chosen_variant_is_the_calls_entry_and_is_timed_on_the_callers_out(
         small_tuning, monkeypatch):
     forced = Variant(streaming=True)
     monkeypatch.setattr(tuning, "fastest", lambda cands, **kw: (
         forced if forced in dict(cands) else kw["baseline"], {v: 1.0 for v, _ in cands}, 0.0))
     a = np.random.default_rng(2).standard_normal((40, 300))
     out = np.full_like(a, np.nan)
-    seen = []
-    measure = c_autotune._measure
-
-    def watched(*args, **kw):
-        found = measure(*args, **kw)
-        seen.append(np.isnan(out).all())  # the candidates ran on a stand-in
-        return found
-
-    monkeypatch.setattr(c_autotune, "_measure", watched)
+    timed_on = []
+    timed_output = c_autotune._timed_output
+    monkeypatch.setattr(c_autotune, "_timed_output", lambda request, args, given: (
+        timed_on.append(timed_output(request, args, given)) or timed_on[-1]))
     st = sk.stencil(backend="c")(jacobi2d)
     st(a, out=out)
-    assert seen == [True]
+    assert len(timed_on) == 1 and timed_on[0] is out  # the candidates write the caller's out
+    assert np.isnan(out[0]).all()  # whose border no candidate, nor the call, writes
     assert np.array_equal(out[1:-1, 1:-1], sk.stencil(backend="numpy")(jacobi2d)(a)[1:-1, 1:-1])
     (call,) = st._specs.values()
     with tuning.building(forced):
@@ -494,6 +490,35 @@ def test_the_chosen_variant_is_the_calls_entry_and_callers_out_is_untouched(
         plain(a)
         (plain_call,) = plain._specs.values()
     assert plain_call.entry.__self__.__name__ != module
+
+
+@pytest.mark.parametrize("case", ["in place", "other dtype", "read-only", "other shape"])
+def test_an_out_the_candidates_cannot_write_gets_a_stand_in(small_tuning, monkeypatch, case):
+    """Where the call's out shares memory with an input, is not the kernel's output type or
+    shape, or cannot be written, the candidates write a stand-in: the caller's arrays keep
+    their values until the real call."""
+    a = np.random.default_rng(6).standard_normal((40, 300))
+    out = {"in place": a, "other dtype": np.zeros(a.shape, np.float32),
+           "read-only": np.zeros_like(a), "other shape": np.zeros((40, 301))}[case]
+    if case == "read-only":
+        out.flags.writeable = False
+    before, untouched = out.copy(), []
+    measure = c_autotune._measure
+
+    def watched(*args, **kw):
+        found = measure(*args, **kw)
+        untouched.append(np.array_equal(out, before))
+        return found
+
+    monkeypatch.setattr(c_autotune, "_measure", watched)
+    request = type("Request", (), {"out_dtype": np.dtype(np.float64)})()
+    timed = c_autotune._timed_output(request, (a,), out)  # type: ignore[arg-type]
+    assert timed is not out and timed.shape == a.shape and timed.dtype == np.float64
+    if case == "in place":  # a call runs, and reads its input unchanged while tuning
+        expected = sk.stencil(backend="numpy")(jacobi2d)(a)
+        sk.stencil(backend="c")(jacobi2d)(a, out=out)
+        assert untouched == [True]
+        assert np.array_equal(out[1:-1, 1:-1], expected[1:-1, 1:-1])
 
 
 def test_a_damaged_wisdom_record_is_measured_again(small_tuning, tmp_path):

@@ -369,7 +369,7 @@ class PointStencil:
                                 stencil=self.__name__, loc=_location(self.func),
                                 hint="pass out= as a native-byte-order array of bool, (u)int8-64, "
                                      "float32/64 or complex64/128")
-        call = self._build(args, okey, None, out is not None)
+        call = self._build(args, okey, None, out is not None, out=out)
         self._specs[(key, okey)] = call
         return call
 
@@ -402,11 +402,12 @@ class PointStencil:
         return tuple(types)
 
     def _build(self, args, okey, backend: str | None, has_out: bool,
-               generate: bool = False, render: bool = False):
+               generate: bool = False, render: bool = False, out: np.ndarray | None = None):
         """The call of this signature built (``generate``: for a backend that need not run
-        here; ``render``: its source only, nothing compiled)."""
+        here; ``render``: its source only, nothing compiled); ``out``: the first call's, which
+        the backend's tuner may time its candidates on."""
         try:
-            return self._build_unguarded(args, okey, backend, has_out, generate, render)
+            return self._build_unguarded(args, okey, backend, has_out, generate, render, out)
         except RecursionError:
             # Long operator chains are split when parsed; what remains too deep is nesting
             # inside conditional expressions or and/or chains.
@@ -418,7 +419,8 @@ class PointStencil:
             ) from None
 
     def _build_unguarded(self, args, okey, backend: str | None, has_out: bool,
-                         generate: bool = False, render: bool = False):
+                         generate: bool = False, render: bool = False,
+                         out: np.ndarray | None = None):
         kernel, src = self._parse()
         name = self.__name__
         types = self._arg_types(args)
@@ -451,7 +453,7 @@ class PointStencil:
                 name, kernel.loc, launch=built.launch, source=source)
 
         tune = chosen.tuner("point")  # the C backend's measured choice, if any
-        return build() if tune is None else tune(request, args, build)
+        return build() if tune is None else tune(request, args, build, out)
 
     def axis_modes(self, ndim: int) -> tuple[str, ...]:
         """The border mode of each of ``ndim`` axes; a StencilTypeError when

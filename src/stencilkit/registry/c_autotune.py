@@ -5,9 +5,11 @@ When a point kernel's signature, or a computation's layout, is first built for a
 least ``tuning.MIN_WORK`` points and ``autotune`` (the stencil's option, else the configured
 one) is not "off": the stored choice for (front
 key, size class, machine, toolchain) is used if there is one ("on"); else the candidates
-are built (cached like any build) and timed on the call's own inputs, writing only
-stand-ins (a point kernel's output of the call's shape, copies of a computation's fields:
-nothing the caller holds is written before the real call); the choice is stored, logged
+are built (cached like any build) and timed on the call's own inputs. A point kernel's
+candidates write the call's ``out=`` where it overlaps no input (the values the call then
+writes there again), else a stand-in of its shape; a computation's write copies of its
+written fields (it writes in place, so the caller's fields keep their values until the
+real call). The choice is stored, logged
 (DEBUG) and dumped (``STENCILKIT_DUMP=tune``), and its entry becomes the call's. A first
 call spends at most ``tuning.TOTAL_BUDGET_S`` on it, builds included: the knobs it has no
 time left for keep their default, and the record names them ("measure" tries them all). Small
@@ -50,14 +52,15 @@ class _Refused(Exception):
     """A candidate returned an error status: the call itself reports it; nothing is tuned."""
 
 
-def tune_point_call(request: PointRequest, args: tuple, build: Callable[[], PointCall]
-                    ) -> PointCall:
+def tune_point_call(request: PointRequest, args: tuple, build: Callable[[], PointCall],
+                    out: np.ndarray | None = None) -> PointCall:
     """``build()``'s call for ``request``, with the entry of the variant chosen for calls
-    like ``args`` (module docstring)."""
+    like ``args`` (module docstring); ``out``: the call's own, timed on where it can be
+    (``_timed_output``)."""
     points = int(getattr(args[0], "size", 0))
     if not _wanted(request, points):
         return build()
-    out = np.empty(args[0].shape, request.out_dtype)  # the stand-in output
+    out = _timed_output(request, args, out)
     built: list[PointCall] = []
 
     def runner(entry: Callable[..., int]) -> Callable[[], None]:
@@ -78,6 +81,25 @@ def tune_point_call(request: PointRequest, args: tuple, build: Callable[[], Poin
     if choice is not None and choice != DEFAULT:
         _install(built[0], _entry(request, choice))
     return built[0]
+
+
+def _timed_output(request: PointRequest, args: tuple, out: np.ndarray | None) -> np.ndarray:
+    """The array the candidates write: the call's ``out=`` where it is an output of the
+    call's shape and type that shares no memory with an argument (every candidate writes
+    the values the call then writes there again), else a stand-in of that shape.
+
+    Why the caller's: where the stores go is a knob, and the output's place moves plain
+    stores' speed. The peer-bench's lap3d 256^3 allocates its output right after its input:
+    plain stores into it took 1.13-1.20x as long as into arrays allocated later, streaming
+    stores the same (10 interleaved rounds, two processes, Zen 4). Timed on a stand-in, the
+    tuner found the two kinds of stores nearly level and chose plain ones in the first round
+    of a peer-bench run; the three rounds after paid for it (docs/performance.md)."""
+    shape = getattr(args[0], "shape", ())
+    if (type(out) is np.ndarray and out.shape == shape and out.dtype == request.out_dtype
+            and out.flags.writeable and not any(
+                isinstance(a, np.ndarray) and np.may_share_memory(a, out) for a in args)):
+        return out
+    return np.empty(shape, request.out_dtype)
 
 
 def tune_computation_call(request: ComputationRequest, call: tuple,
