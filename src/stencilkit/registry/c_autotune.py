@@ -90,10 +90,11 @@ def _timed_output(request: PointRequest, args: tuple, out: np.ndarray | None) ->
 
     Why the caller's: where the stores go is a knob, and the output's place moves plain
     stores' speed. The peer-bench's lap3d 256^3 allocates its output right after its input:
-    plain stores into it took 1.13-1.20x as long as into arrays allocated later, streaming
-    stores the same (10 interleaved rounds, two processes, Zen 4). Timed on a stand-in, the
-    tuner found the two kinds of stores nearly level and chose plain ones in the first round
-    of a peer-bench run; the three rounds after paid for it (docs/performance.md)."""
+    plain stores into it took 1.07-1.18x as long as into arrays allocated later, streaming
+    stores 1.02-1.08x (10-12 interleaved rounds, four processes, Zen 4). Timed on a
+    stand-in, the tuner found the two kinds of stores nearer level and chose plain ones in
+    the first round of a peer-bench run; the three rounds after paid for it
+    (docs/performance.md)."""
     shape = getattr(args[0], "shape", ())
     if (type(out) is np.ndarray and out.shape == shape and out.dtype == request.out_dtype
             and out.flags.writeable and not any(
