@@ -319,7 +319,7 @@ def _times(v: k.Expr, stride: k.Expr) -> k.Expr:
 def _displaced(first: k.Expr, offset: int, stride: k.Expr) -> k.Expr:
     """``first + offset * stride``, written as a person would (``- a_stride_0_``)."""
     if isinstance(stride, k.Constant):
-        step: k.Expr = k.Constant(np.int64(abs(offset) * int(stride.value)), dtype=k.INDEX)
+        step: k.Expr = k.index_const(abs(offset) * int(stride.value))
     elif abs(offset) == 1:
         step = stride
     else:

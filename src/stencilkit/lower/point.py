@@ -135,8 +135,7 @@ class PointLowering:
                     centre = k.Sym(self.counters[dim], dtype=k.INDEX)
                     if isinstance(o, d.Const):
                         # the frontend accepts only integer constants as offsets
-                        shift: k.Expr = k.Constant(np.int64(o.value),  # type: ignore[arg-type]
-                                                   dtype=k.INDEX)
+                        shift: k.Expr = k.index_const(o.value)  # type: ignore[arg-type]
                     else:
                         lo, hi = self.border[dim]
                         self.uses_error_flag = True
@@ -274,8 +273,7 @@ class PointLowering:
         for n in first.shape[1:]:
             work_value = k.Op("*", (work_value, n), dtype=k.INDEX)
         par = k.Parallel(only_if=k.Op(">=", (k.Sym(work, dtype=k.INDEX),
-                                             k.Constant(np.int64(PARALLEL_MIN_WORK),
-                                                        dtype=k.INDEX)), dtype=dtypes.BOOL))
+                                             k.index_const(PARALLEL_MIN_WORK)), dtype=dtypes.BOOL))
         self.declare_locals()
         fill = self.ctx.symbol("fill_border", dtypes.BOOL,
                                properties=frozenset({k.ScalarArgument(FILL_BORDER)}))
@@ -300,7 +298,7 @@ class PointLowering:
             stop = _sub(first.shape[dim], k.index_const(hi))
             if dim == 0 and streamed:
                 inner = inner + (k.StoreFence(),)
-            plain = k.Loop(self.counters[dim], start, stop, _one(), inner,
+            plain = k.Loop(self.counters[dim], start, stop, k.index_const(1), inner,
                            parallel=par if dim == 0 else None, vectorize=(dim == nd - 1))
             loop: k.Stmt = plain
             if dim == nd - 1 and streamed:
@@ -354,7 +352,7 @@ class PointLowering:
         def row(whole: bool) -> tuple[k.Stmt, ...]:
             def fill(start: k.Expr, stop: k.Expr) -> k.Stmt:
                 idx = tuple(k.Sym(c, dtype=k.INDEX) for c in counters)
-                return k.Loop(counters[last], start, stop, _one(),
+                return k.Loop(counters[last], start, stop, k.index_const(1),
                               (k.Store(out, idx, value),), vectorize=True)
             zero = k.index_const(0)
             if whole:
@@ -372,7 +370,7 @@ class PointLowering:
             nest: tuple[k.Stmt, ...] = partial
             for dim in reversed(range(last)):
                 nest = (k.Loop(counters[dim], k.index_const(0),
-                               first.shape[dim], _one(), nest,
+                               first.shape[dim], k.index_const(1), nest,
                                parallel=par if dim == 0 else None),)
             return nest
         inside: k.Expr | None = None
@@ -390,7 +388,7 @@ class PointLowering:
         nest = (k.Branch(inside, partial, row(True)),)
         for dim in reversed(range(nd - 1)):
             nest = (k.Loop(counters[dim], k.index_const(0),
-                           first.shape[dim], _one(), nest, parallel=par if dim == 0 else None),)
+                           first.shape[dim], k.index_const(1), nest, parallel=par if dim == 0 else None),)
         return nest
 
     # ------------------------------------------------------------ border modes
@@ -454,7 +452,8 @@ class PointLowering:
         head_end = _min(k.index_const(-lo), n_last)
         return (k.Declare(head, head_end),
                 k.Declare(tail, _max(hs, _sub(n_last, k.index_const(hi)))),
-                k.Loop(t, k.index_const(0), k.Op("+", (hs, _sub(n_last, ts)), dtype=k.INDEX), _one(), (
+                k.Loop(t, k.index_const(0), k.Op("+", (hs, _sub(n_last, ts)), dtype=k.INDEX),
+                       k.index_const(1), (
                     k.Declare(position, k.Select(_cmp("<", tv, hs), tv, _add(_sub(tv, hs), ts),
                                                  dtype=k.INDEX)),
                     *remaps(last), *body)))
@@ -495,12 +494,12 @@ class PointLowering:
         row = (k.index_const(0), first.shape[last]) if last in remapping else (
             k.index_const(-lo_l), _sub(first.shape[last], k.index_const(hi_l)))
         nest: tuple[k.Stmt, ...] = (k.Branch(where, (
-            k.Loop(counters[last], row[0], row[1], _one(), remaps(last) + body),)),)
+            k.Loop(counters[last], row[0], row[1], k.index_const(1), remaps(last) + body),)),)
         # Parallel from 3-D on: in 2-D these are a few rows, less work than waking the
         # threads for a second parallel region (jacobi2d 4096^2 on 2 busy cores measured
         # 1.24-1.31x the constant-mode time with a parallel loop here).
         for dim in reversed(range(last)):
-            nest = (k.Loop(counters[dim], k.index_const(0), first.shape[dim], _one(),
+            nest = (k.Loop(counters[dim], k.index_const(0), first.shape[dim], k.index_const(1),
                            remaps(dim) + nest, parallel=par if dim == 0 and nd >= 3 else None),)
         return k.Section(f"border rows: mode {self.mode!r}, reads remapped into their arrays"
                          " along the remapped axes", nest)
@@ -526,7 +525,7 @@ def remap_index(mode: str, j: k.Expr, n: k.Expr) -> k.Expr:
     ``np.pad``'s "edge", "symmetric", "reflect" and "wrap" repeated to any distance (a
     period of 2n, 2n - 2 and n). Built from plain operators (the conditional evaluates one
     arm, so the divisions run only outside the array), so every printer of kernel IR has it."""
-    zero, one = k.index_const(0), _one()
+    zero, one = k.index_const(0), k.index_const(1)
     if mode == "nearest":
         return k.Select(_cmp("<", j, zero), zero,
                         k.Select(_cmp("<", j, n), j, _sub(n, one), dtype=k.INDEX), dtype=k.INDEX)
@@ -569,10 +568,6 @@ def _truth(e: k.Expr) -> k.Expr:
 
 def _zero(t: np.dtype) -> k.Constant:
     return k.Constant(t.type(0), dtype=t)
-
-
-def _one() -> k.Constant:
-    return k.index_const(1)
 
 
 def _cmp(op: str, a: k.Expr, b: k.Expr) -> k.Expr:

@@ -312,9 +312,7 @@ def whole_vectors(loop: k.Loop, lanes: int, short: tuple[k.Stmt, ...]) -> k.Bran
     1.03-1.24x faster at most sizes from 6^3 to 31^3 (docs/performance.md, "Short rows in
     whole vectors")."""
     index = k.INDEX
-
-    def const(v: int) -> k.Constant:
-        return k.Constant(np.int64(v), dtype=index)
+    const = k.index_const
 
     def op(o: str, a: k.Expr, b: k.Expr) -> k.Op:
         return k.Op(o, (a, b), dtype=dtypes.BOOL if o in ("<=", ">=") else index)
