@@ -228,8 +228,8 @@ def test_empty_standard_indexing_array_is_never_read_under_asan():
                                                                       np.zeros(0))
         except sk.ArgumentError:
             print("raised")
-    """, timeout=180, env={"STENCILKIT_SANITIZE": "1", "LD_PRELOAD": lib,
-                           "ASAN_OPTIONS": "detect_leaks=0"})
+    """, timeout=180, env={"STENCILKIT_SANITIZE": "1", "LD_PRELOAD": lib, "CC": cc,
+                           "ASAN_OPTIONS": "detect_leaks=0"})  # gcc's runtime: gcc builds
     assert out.strip() == "raised"
 
 

@@ -336,8 +336,9 @@ def test_printed_loop_compiles(tmp_path, atomic):
     stub = "int sk_t_kernel(double *, const double *, double *, double *, double *, double *);\n"
     path = tmp_path / "loop.c"
     path.write_text(stub + source)
+    # the prelude's helpers are static inline, unused in this loop: clang's -Wall says so
     done = subprocess.run([cc, "-std=gnu11", "-fopenmp", "-fsyntax-only", "-Wall", "-Werror",
-                           str(path)], capture_output=True, text=True)
+                           "-Wno-unused-function", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 

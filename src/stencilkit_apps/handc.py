@@ -6,7 +6,9 @@ the innermost index contiguous; hdiff fused into one loop nest; the tridiagonal 
 C-ordered arrays (K contiguous) as one Thomas recurrence per column and, faster, per block of
 8 columns copied into level-major buffers (the block's 8 recurrences then run as vector
 operations), and as K-outer sweeps over IJ planes (rows of J contiguous) on K-outermost
-storages.
+storages. Each ``GCC ivdep`` has clang's ``assume_safety`` beside it, as a programmer
+writing for both compilers would: inside an OpenMP region clang proves nothing about the
+restrict-qualified arrays (``targets.c.CPlatform.vector_loop``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ void hdiff(const double *restrict in, const double *restrict coeff, double *rest
     for (int64_t i = 2; i < ni - 2; ++i)
         for (int64_t j = 2; j < nj - 2; ++j)
             #pragma GCC ivdep
+            #pragma clang loop vectorize(assume_safety)
             for (int64_t k = 0; k < nk; ++k) {
 #define LAP(p, q) (4.0 * in[IDX3(p, q, k)] - (in[IDX3(p + 1, q, k)] + in[IDX3(p - 1, q, k)] \
                    + in[IDX3(p, q + 1, k)] + in[IDX3(p, q - 1, k)]))
@@ -127,6 +130,7 @@ void tridiag_blocks(const double *restrict a, const double *restrict b, double *
             }
             for (int64_t k = 1; k < nk; ++k)
                 #pragma GCC ivdep
+                #pragma clang loop vectorize(assume_safety)
                 for (int64_t j = 0; j < w; ++j) {
                     double m = 1.0 / (tb[k * TB + j] - ta[k * TB + j] * tc[(k - 1) * TB + j]);
                     tc[k * TB + j] *= m;
@@ -134,6 +138,7 @@ void tridiag_blocks(const double *restrict a, const double *restrict b, double *
                 }
             for (int64_t k = nk - 2; k >= 0; --k)
                 #pragma GCC ivdep
+                #pragma clang loop vectorize(assume_safety)
                 for (int64_t j = 0; j < w; ++j)
                     td[k * TB + j] -= tc[k * TB + j] * td[(k + 1) * TB + j];
             for (int64_t j = 0; j < w; ++j)
@@ -167,6 +172,7 @@ void tridiag_x_blocks(const double *restrict a, const double *restrict b,
             }
             for (int64_t k = 1; k < nk; ++k)
                 #pragma GCC ivdep
+                #pragma clang loop vectorize(assume_safety)
                 for (int64_t j = 0; j < w; ++j) {
                     double m = 1.0 / (tb[k * TB + j] - ta[k * TB + j] * cp[(k - 1) * TB + j]);
                     cp[k * TB + j] = tc[k * TB + j] * m;
@@ -175,6 +181,7 @@ void tridiag_x_blocks(const double *restrict a, const double *restrict b,
             for (int64_t j = 0; j < w; ++j) tx[(nk - 1) * TB + j] = dp[(nk - 1) * TB + j];
             for (int64_t k = nk - 2; k >= 0; --k)
                 #pragma GCC ivdep
+                #pragma clang loop vectorize(assume_safety)
                 for (int64_t j = 0; j < w; ++j)
                     tx[k * TB + j] = dp[k * TB + j] - cp[k * TB + j] * tx[(k + 1) * TB + j];
             for (int64_t j = 0; j < w; ++j)
@@ -196,6 +203,7 @@ void tridiag_x_planes(const double *restrict a, const double *restrict b,
     for (int64_t i = 0; i < ni; ++i) {
         const int64_t r = i * si;
         #pragma GCC ivdep
+        #pragma clang loop vectorize(assume_safety)
         for (int64_t j = 0; j < nj; ++j) {
             cp[j] = c[r + j] / b[r + j];
             dp[j] = d[r + j] / b[r + j];
@@ -204,6 +212,7 @@ void tridiag_x_planes(const double *restrict a, const double *restrict b,
             const int64_t o = r + k * sk;
             double *cpk = cp + k * nj, *dpk = dp + k * nj;
             #pragma GCC ivdep
+            #pragma clang loop vectorize(assume_safety)
             for (int64_t j = 0; j < nj; ++j) {
                 double m = 1.0 / (b[o + j] - a[o + j] * cpk[j - nj]);
                 cpk[j] = c[o + j] * m;
@@ -211,11 +220,13 @@ void tridiag_x_planes(const double *restrict a, const double *restrict b,
             }
         }
         #pragma GCC ivdep
+        #pragma clang loop vectorize(assume_safety)
         for (int64_t j = 0; j < nj; ++j)
             x[r + (nk - 1) * sk + j] = dp[(nk - 1) * nj + j];
         for (int64_t k = nk - 2; k >= 0; --k) {
             const int64_t o = r + k * sk;
             #pragma GCC ivdep
+            #pragma clang loop vectorize(assume_safety)
             for (int64_t j = 0; j < nj; ++j)
                 x[o + j] = dp[k * nj + j] - cp[k * nj + j] * x[o + sk + j];
         }
@@ -238,6 +249,7 @@ void tridiag_planes(const double *restrict a, const double *restrict b, double *
         for (int64_t k = 1; k < nk; ++k) {
             const int64_t o = r + k * sk, p = o - sk;
             #pragma GCC ivdep
+            #pragma clang loop vectorize(assume_safety)
             for (int64_t j = 0; j < nj; ++j) {
                 double m = 1.0 / (b[o + j] - a[o + j] * c[p + j]);
                 c[o + j] *= m;
@@ -247,6 +259,7 @@ void tridiag_planes(const double *restrict a, const double *restrict b, double *
         for (int64_t k = nk - 2; k >= 0; --k) {
             const int64_t o = r + k * sk, q = o + sk;
             #pragma GCC ivdep
+            #pragma clang loop vectorize(assume_safety)
             for (int64_t j = 0; j < nj; ++j) d[o + j] -= c[o + j] * d[q + j];
         }
     }

@@ -23,7 +23,8 @@ parallel_loop      ``omp parallel for`` +      (a grid dimension, by the  ``pran
                    schedule, reduction, if     planner); inside a
                                                thread: a serial loop
 parallel_region    ``omp parallel`` + block    (one launch)               its body
-vector_loop        ``GCC ivdep``               the loop as is             the loop as is
+vector_loop        ``GCC ivdep`` + clang's     the loop as is             the loop as is
+                   ``assume_safety``
 atomic_update      ``omp atomic`` + store      ``atomicAdd`` / a CAS      --
                                                loop helper
 set_error          ``omp atomic write``        the thread's status,       a status array

@@ -203,6 +203,7 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
                         int64_t sk_lo = sk_edge == 0 ? 0 : sk_lines_end;
                         int64_t sk_hi = sk_edge == 0 ? sk_lines : a_shape_1_;
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t i1 = sk_lo; i1 < sk_hi; ++i1) {
                             /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
                             double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
@@ -214,6 +215,7 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
                     while (sk_chunk < sk_lines_end) {
                         int64_t sk_chunk_end = sk_stream_chunk_end(sk_chunk, sk_lines_end, 448);
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t i1 = sk_chunk; i1 < sk_chunk_end; ++i1) {
                             /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
                             double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;
@@ -224,6 +226,7 @@ int sk_blur_wrap_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_
                     }
                 } else {
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t i1 = 0; i1 < a_shape_1_; ++i1) {
                         /* corpus.py:30  return (a[-1, 0] + 2.0 * a[0, 0] + a[1, 0]) * 0.25 */
                         double sk_result = (a_[a_row - a_stride_0_ + i1] + 2.0 * a_[a_row + i1] + a_[a_row + a_stride_0_ + i1]) * 0.25;

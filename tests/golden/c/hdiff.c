@@ -175,6 +175,7 @@ int sk_hdiff_computation(double *restrict in_field_, int64_t in_field_stride_0_,
             int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + coeff_origin_J_ * coeff_stride_1_ + coeff_origin_K_;
             int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + out_field_origin_J_ * out_field_stride_1_ + out_field_origin_K_;
             #pragma GCC ivdep
+            #pragma clang loop vectorize(assume_safety)
             for (int64_t t = 0; t < nj * nk; ++t) {
                 /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
                 double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + t] - (in_field_[in_field_row + 2 * in_field_stride_0_ + t] + in_field_[in_field_row + t] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + t] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + t]);
@@ -211,6 +212,7 @@ int sk_hdiff_computation(double *restrict in_field_, int64_t in_field_stride_0_,
                 int64_t coeff_row = (coeff_origin_I_ + i) * coeff_stride_0_ + (coeff_origin_J_ + j) * coeff_stride_1_ + coeff_origin_K_;
                 int64_t out_field_row = (out_field_origin_I_ + i) * out_field_stride_0_ + (out_field_origin_J_ + j) * out_field_stride_1_ + out_field_origin_K_;
                 #pragma GCC ivdep
+                #pragma clang loop vectorize(assume_safety)
                 for (int64_t k = 0; k < sk_max_int64(0, nk); ++k) {
                     /* corpus.py:35  lap = 4.0 * in_field - (in_field[1, 0, 0] + in_field[-1, 0, 0] */
                     double lap_0_1_0_0_ = 4.0 * in_field_[in_field_row + in_field_stride_0_ + k] - (in_field_[in_field_row + 2 * in_field_stride_0_ + k] + in_field_[in_field_row + k] + in_field_[in_field_row + in_field_stride_0_ + in_field_stride_1_ + k] + in_field_[in_field_row + in_field_stride_0_ - in_field_stride_1_ + k]);

@@ -164,16 +164,19 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
                 if (b0 >= 1 && b0 < a_shape_0_ - 1) {
                     int64_t out_row = b0 * out_stride_0;
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t b1 = 0; b1 < sk_min_int64(1, a_shape_1_); ++b1) {
                         out[out_row + b1] = cval;
                     }
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t b1 = sk_max_int64(sk_min_int64(1, a_shape_1_), a_shape_1_ - 1); b1 < a_shape_1_; ++b1) {
                         out[out_row + b1] = cval;
                     }
                 } else {
                     int64_t out_row = b0 * out_stride_0;
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t b1 = 0; b1 < a_shape_1_; ++b1) {
                         out[out_row + b1] = cval;
                     }
@@ -216,6 +219,7 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
                         int64_t sk_lo = sk_edge == 0 ? 1 : sk_lines_end;
                         int64_t sk_hi = sk_edge == 0 ? sk_lines : a_shape_1_ - 1;
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t i1 = sk_lo; i1 < sk_hi; ++i1) {
                             /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
                             double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
@@ -227,6 +231,7 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
                     while (sk_chunk < sk_lines_end) {
                         int64_t sk_chunk_end = sk_stream_chunk_end(sk_chunk, sk_lines_end, 448);
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t i1 = sk_chunk; i1 < sk_chunk_end; ++i1) {
                             /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
                             double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);
@@ -237,6 +242,7 @@ int sk_jacobi2d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_s
                     }
                 } else {
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t i1 = 1; i1 < a_shape_1_ - 1; ++i1) {
                         /* corpus.py:26  return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1]) */
                         double sk_result = 0.25 * (a_[a_row - a_stride_0_ + i1] + a_[a_row + a_stride_0_ + i1] + a_[a_row + i1 - 1] + a_[a_row + i1 + 1]);

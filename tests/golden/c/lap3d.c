@@ -168,16 +168,19 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                     if (b0 >= 1 && b0 < a_shape_0_ - 1 && (b1 >= 1 && b1 < a_shape_1_ - 1)) {
                         int64_t out_row = b0 * out_stride_0 + b1 * out_stride_1;
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t b2 = 0; b2 < sk_min_int64(1, a_shape_2_); ++b2) {
                             out[out_row + b2] = cval;
                         }
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t b2 = sk_max_int64(sk_min_int64(1, a_shape_2_), a_shape_2_ - 1); b2 < a_shape_2_; ++b2) {
                             out[out_row + b2] = cval;
                         }
                     } else {
                         int64_t out_row = b0 * out_stride_0 + b1 * out_stride_1;
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t b2 = 0; b2 < a_shape_2_; ++b2) {
                             out[out_row + b2] = cval;
                         }
@@ -224,6 +227,7 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                             int64_t sk_lo = sk_edge == 0 ? 1 : sk_lines_end;
                             int64_t sk_hi = sk_edge == 0 ? sk_lines : a_shape_2_ - 1;
                             #pragma GCC ivdep
+                            #pragma clang loop vectorize(assume_safety)
                             for (int64_t i2 = sk_lo; i2 < sk_hi; ++i2) {
                                 /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
                                 double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
@@ -235,6 +239,7 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                         while (sk_chunk < sk_lines_end) {
                             int64_t sk_chunk_end = sk_stream_chunk_end(sk_chunk, sk_lines_end, 448);
                             #pragma GCC ivdep
+                            #pragma clang loop vectorize(assume_safety)
                             for (int64_t i2 = sk_chunk; i2 < sk_chunk_end; ++i2) {
                                 /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
                                 double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];
@@ -245,6 +250,7 @@ int sk_lap3d_point(const double *restrict a_, int64_t a_shape_0_, int64_t a_shap
                         }
                     } else {
                         #pragma GCC ivdep
+                        #pragma clang loop vectorize(assume_safety)
                         for (int64_t i2 = 1; i2 < a_shape_2_ - 1; ++i2) {
                             /* corpus.py:21  return (a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] */
                             double sk_result = a_[a_row - a_stride_0_ + i2] + a_[a_row + a_stride_0_ + i2] + a_[a_row - a_stride_1_ + i2] + a_[a_row + a_stride_1_ + i2] + a_[a_row + i2 - 1] + a_[a_row + i2 + 1] - 6.0 * a_[a_row + i2];

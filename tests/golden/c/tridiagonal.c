@@ -214,6 +214,7 @@ int sk_tridiagonal_computation(double *restrict a_, int64_t a_stride_0_, int64_t
                 }
                 for (int64_t k = 0; k < sk_max_int64(0, sk_min_int64(nk, 1)); ++k) {
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
                         /* corpus.py:47  c = c / b */
                         c_column_[j - jb + (k - a_lo) * 8] /= b_column_[j - jb + (k - a_lo) * 8];
@@ -223,6 +224,7 @@ int sk_tridiagonal_computation(double *restrict a_, int64_t a_stride_0_, int64_t
                 }
                 for (int64_t k = sk_max_int64(0, sk_min_int64(nk, 1)); k < sk_max_int64(0, nk); ++k) {
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
                         /* corpus.py:50  m = 1.0 / (b - a * c[0, 0, -1]) */
                         double m_ = 1.0 / (b_column_[j - jb + (k - a_lo) * 8] - a_column_[j - jb + (k - a_lo) * 8] * c_column_[j - jb + (k - 1 - a_lo) * 8]);
@@ -234,6 +236,7 @@ int sk_tridiagonal_computation(double *restrict a_, int64_t a_stride_0_, int64_t
                 }
                 for (int64_t k = sk_max_int64(0, sk_min_int64(nk, nk - 1)) - 1; k > -1; k += -1) {
                     #pragma GCC ivdep
+                    #pragma clang loop vectorize(assume_safety)
                     for (int64_t j = jb; j < sk_min_int64(jb + 8, nj); ++j) {
                         /* corpus.py:54  d = d - c * d[0, 0, 1]  # noqa: F841 */
                         d_column_[j - jb + (k - a_lo) * 8] -= c_column_[j - jb + (k - a_lo) * 8] * d_column_[j - jb + (k + 1 - a_lo) * 8];
