@@ -55,12 +55,16 @@ class MachineProfile:
     #: -mtune= of the nearest processor the compiler knows, where it does not know this
     #: one (``toolchain.nearest_tune``); "" where it does, or knows no neighbour
     nearest_tune: str = ""
+    #: -mtune= of Intel's processor with the same vector ISA, where the compiler tunes for
+    #: an AMD model (``toolchain.other_model_tune``); "" elsewhere
+    other_model_tune: str = ""
 
     @property
     def key(self) -> str:
         """The profile as a cache-key part (everything that changes derived code)."""
         return (f"{self.arch}|{self.vendor}|{self.l1d}|{self.l2}|{self.l3}|{self.cpus}|"
-                f"{','.join(self.isa)}|{self.march}|{self.mtune}|{self.nearest_tune}")
+                f"{','.join(self.isa)}|{self.march}|{self.mtune}|{self.nearest_tune}|"
+                f"{self.other_model_tune}")
 
     @property
     def vector_bytes(self) -> int:
@@ -142,21 +146,26 @@ def detect(cc: str | None = None) -> MachineProfile:
     vendor, model = _cpu_names()
     return MachineProfile(platform.machine(), vendor, model, l1d, l2, l3 or l2, _cpus(),
                           target.isa, target.march, target.mtune,
-                          toolchain.nearest_tune(vendor, target) or "")
+                          toolchain.nearest_tune(vendor, target) or "",
+                          toolchain.other_model_tune(target) or "")
 
 
 def tune_candidates(profile: MachineProfile, cflags: tuple[str, ...]) -> tuple[str, ...]:
     """``-mtune=`` values worth measuring against the compiler's own on ``profile``: the
-    nearest known processor's where the compiler does not know this one, unless the
-    configured flags choose a tuning or an architecture themselves.
+    nearest known processor's where the compiler does not know this one; Intel's model of
+    the same vector ISA where it tunes for an AMD one (``toolchain.other_model_tune``);
+    none where the configured flags choose a tuning or an architecture themselves.
 
-    Not the default: on this Emerald Rapids GCC 12's generic tuning vectorizes with 512-bit
+    Not the default: on an Emerald Rapids GCC 12's generic tuning vectorizes with 512-bit
     registers and "sapphirerapids" with 256-bit ones, 1.2-1.3x slower on the bandwidth-bound
-    kernels (docs/performance.md); which is better depends on the kernel and the CPU, so
-    the tuner decides where it measures, and -march=native alone is the default."""
-    if not profile.nearest_tune or any(f.startswith(("-mtune=", "-march=")) for f in cflags):
+    kernels (the tuner's candidate asks for 512-bit vectors where the ISA has them:
+    ``registry.c_autotune.tune_knobs``); on a Zen 4, "icelake-server" made hdiff 1.05-1.12x
+    faster and moved the point kernels by under 3% (docs/performance.md). Which is better
+    depends on the kernel and the CPU, so the tuner decides where it measures, and
+    -march=native alone is the default."""
+    if any(f.startswith(("-mtune=", "-march=")) for f in cflags):
         return ()
-    return (profile.nearest_tune,)
+    return tuple(t for t in (profile.nearest_tune or profile.other_model_tune,) if t)
 
 
 def team_candidates(profile: MachineProfile) -> tuple[int, ...]:
