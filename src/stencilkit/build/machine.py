@@ -165,7 +165,8 @@ def tune_candidates(profile: MachineProfile, cflags: tuple[str, ...]) -> tuple[s
     -march=native alone is the default."""
     if any(f.startswith(("-mtune=", "-march=")) for f in cflags):
         return ()
-    return tuple(t for t in (profile.nearest_tune or profile.other_model_tune,) if t)
+    candidate = profile.nearest_tune or profile.other_model_tune
+    return (candidate,) if candidate else ()
 
 
 def team_candidates(profile: MachineProfile) -> tuple[int, ...]:

@@ -151,7 +151,7 @@ def nearest_tune(vendor: str, target: NativeTarget) -> str | None:
 
 
 # Intel's cost model of the same vector extension, for a CPU that GCC tunes with one of its
-# AMD models (znver1-3): that model folds a vector load into each instruction using it, so a
+# AMD models (``znver*``): that model folds a vector load into each instruction using it, so a
 # value read by several terms is read again, where Intel's keeps it in a register. On a
 # Zen 4 (GCC 12.2, znver3) the vectorized hdiff loop read 26 vectors per 8 points under znver3
 # and 15 under icelake-server (15 under clang too), and ran 1.05-1.07x faster on C-ordered
