@@ -48,14 +48,12 @@ def _clang_with_openmp() -> None:
 
 def _vectorizer_remarks(source: str, tmp_path: Path) -> dict[int, str]:
     """clang's loop-vectorizer remark per source line: "vectorized" or "missed"."""
-    import numpy
-
     c_file = tmp_path / "kernel.c"
     c_file.write_text(source)
     flags = [f for f in toolchain.toolchain("clang").flags if f != "-shared"]
     proc = subprocess.run(
         ["clang", *flags, "-c", "-Rpass=loop-vectorize", "-Rpass-missed=loop-vectorize",
-         f"-I{sysconfig.get_paths()['include']}", f"-I{numpy.get_include()}",
+         f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
          str(c_file), "-o", str(tmp_path / "kernel.o")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     remarks: dict[int, str] = {}
